@@ -1,0 +1,110 @@
+"""The audit configuration file (YAML or JSON) and its defaults."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+GROUP_SETTINGS = (
+    "max.poll.records",
+    "max.poll.interval.ms",
+    "session.timeout.ms",
+    "heartbeat.interval.ms",
+    "enable.auto.commit",
+)
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    group_id: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    topics: tuple[str, ...] = ()
+
+    def get(self, name: str) -> Any:
+        return self.settings.get(name)
+
+
+@dataclass(frozen=True)
+class DumpRange:
+    topic: str
+    partition: int
+    log_start_offset: int
+    end_offset: int
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    grace_minutes: float | None = None  # None: the CLI/default (60) decides
+    dense_seq: bool = True
+    groups: tuple[GroupConfig, ...] = ()
+    dump_ranges: tuple[DumpRange, ...] = ()
+    lookback_minutes: float | None = None
+    # anomaly -> {"warn": n, "fail": n}; topic -> anomaly -> {"warn": n, "fail": n}
+    thresholds: dict[str, dict[str, int]] = field(default_factory=dict)
+    topic_thresholds: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    allow_critical: bool = False
+    on_invalid_input: str = "quarantine"  # or "fail"
+    notifier: dict[str, Any] = field(default_factory=lambda: {"type": "log"})
+    pseudonymise: bool = False
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def group(self, group_id: str) -> GroupConfig | None:
+        return next((g for g in self.groups if g.group_id == group_id), None)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AuditConfig:
+        if not isinstance(data, dict):
+            raise ValueError("the config must be a mapping")
+        groups = []
+        for gid, settings in (data.get("groups") or {}).items():
+            settings = dict(settings or {})
+            topics = tuple(str(t) for t in settings.pop("topics", []) or [])
+            groups.append(GroupConfig(str(gid), settings, topics))
+        ranges = tuple(
+            DumpRange(str(r["topic"]), int(r["partition"]), int(r["log_start_offset"]),
+                      int(r["end_offset"]))
+            for r in data.get("dump_ranges") or []
+        )
+        on_invalid = str(data.get("on_invalid_input", "quarantine"))
+        if on_invalid not in ("quarantine", "fail"):
+            raise ValueError("on_invalid_input must be 'quarantine' or 'fail'")
+        grace = data.get("grace_minutes")
+        lookback = data.get("lookback_minutes")
+        return cls(
+            grace_minutes=None if grace is None else float(grace),
+            dense_seq=bool(data.get("dense_seq", True)),
+            groups=tuple(groups),
+            dump_ranges=ranges,
+            lookback_minutes=None if lookback is None else float(lookback),
+            thresholds=dict(data.get("thresholds") or {}),
+            topic_thresholds=dict(data.get("topic_thresholds") or {}),
+            allow_critical=bool(data.get("allow_critical", False)),
+            on_invalid_input=on_invalid,
+            notifier=dict(data.get("notifier") or {"type": "log"}),
+            pseudonymise=bool(data.get("pseudonymise", False)),
+            raw=data,
+        )
+
+
+def load_config(path: str | Path | None) -> AuditConfig:
+    """Read a YAML or JSON config file; no path gives the defaults."""
+    if path is None:
+        return AuditConfig()
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read config {p}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"config {p} is not valid {p.suffix.lstrip('.') or 'YAML'}: {exc}") \
+            from exc
+    try:
+        return AuditConfig.from_dict(data or {})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"config {p}: {exc}") from exc

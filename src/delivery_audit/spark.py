@@ -1,0 +1,35 @@
+"""The SparkSession the auditor runs on: local and loopback-bound unless told otherwise."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.ansi.enabled": "true",
+}
+
+
+def get_spark(app_name: str = "delivery-audit", master: str | None = None,
+              conf: dict[str, str] | None = None) -> SparkSession:
+    """Get (or create) the session; the master comes from spark-submit when set there."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    elif "SPARK_MASTER" in os.environ:
+        builder = builder.master(os.environ["SPARK_MASTER"])
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
+        builder = builder.master(os.environ.get("DELIVERY_AUDIT_MASTER", "local[2]"))
+    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

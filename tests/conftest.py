@@ -1,0 +1,21 @@
+"""Shared fixtures: one real local SparkSession for the whole test run."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from delivery_audit.spark import get_spark
+
+    session = get_spark("delivery-audit-tests", master="local[2]",
+                        conf={"spark.sql.shuffle.partitions": "2",
+                              "spark.default.parallelism": "2"})
+    yield session
+    session.stop()
