@@ -1,0 +1,207 @@
+"""One audit run, extract → transform → load.
+
+extract:   resolve and ingest each source (quarantine, accounting), validate inputs (GX)
+transform: detect every anomaly and delivery state
+load:      stage report.json, report.html, anomalies/, quarantine/, validation/ locally,
+           validate results (GX), then publish to the report root (manifest last) and alert
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from . import __version__
+from .config import AuditConfig
+from .detection import detect
+from .ingest import Ingested, InputError, empty_source, ingest, resolve
+from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
+from .schemas import SOURCES
+from .window import AuditWindow
+
+log = logging.getLogger("delivery_audit")
+
+EXIT_OK = 0
+EXIT_INPUT = 1
+EXIT_INVALID_INPUT = 2
+EXIT_FAIL = 3
+
+
+@dataclass
+class AuditRequest:
+    inputs: dict[str, list[str]]  # source -> globs/URIs; "events" optional
+    window: AuditWindow
+    out: str
+    config: AuditConfig = field(default_factory=AuditConfig)
+    formats: dict[str, str] = field(default_factory=dict)
+    notify: bool = True
+
+
+@dataclass
+class AuditResult:
+    report: dict[str, Any]
+    destination: str
+    exit_code: int
+    manifest: dict[str, Any] | None = None
+
+
+class Stages:
+    """Wall time per stage, reported in report.json and by the benchmark."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def extract(spark: SparkSession, req: AuditRequest, stages: Stages) -> dict[str, Ingested]:
+    out: dict[str, Ingested] = {}
+    for source in SOURCES:
+        with stages.stage(f"ingest_{source}"):
+            resolved = resolve(source, req.inputs.get(source), req.formats.get(source),
+                               required=source != "events")
+            out[source] = (ingest(spark, resolved, req.window, req.config) if resolved
+                           else empty_source(spark, source))
+    return out
+
+
+def _inputs_summary(ingested: dict[str, Ingested]) -> dict[str, Any]:
+    return {
+        s: {**i.counts, "files": list(i.files), "bytes": i.bytes} for s, i in ingested.items()
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n",
+                    encoding="utf-8")
+
+
+def run_audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
+    started = datetime.now(UTC)
+    stages = Stages()
+    run_id = uuid.uuid4().hex[:12]
+    staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))
+    try:
+        return _run(spark, req, stages, run_id, started, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
+         started: datetime, staging: Path) -> AuditResult:
+    from .quality import validate_inputs, write_results
+
+    # extract
+    ingested = extract(spark, req, stages)
+    frames = {s: i.valid for s, i in ingested.items()}
+    with stages.stage("validate_inputs"):
+        input_validation = validate_inputs(frames, req.window, req.config)
+    write_results(input_validation, staging / "validation" / "inputs.json")
+    invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
+    if invalid and req.config.on_invalid_input == "fail":
+        raise InputError(f"input validation failed for {', '.join(invalid)} "
+                         "(on_invalid_input: fail); see validation/inputs.json")
+
+    # transform
+    with stages.stage("detect"):
+        detection = detect(spark, frames, req.window, req.config)
+    detection.write_anomalies(str(staging / "anomalies"), timer=stages.stage)
+    anomalies = spark.read.parquet(str(staging / "anomalies"))
+    with stages.stage("summarise"):
+        p = detection.prepared
+        rows = anomaly_counts(anomalies)
+        states = state_counts(detection.states)
+        judged_by_topic = judged_counts(p.identities)
+        gt = p.group_topics.collect()
+        group_topics: dict[str, list[str]] = {}
+        for r in gt:
+            group_topics.setdefault(r["group_id"], []).append(r["topic"])
+        from .detection.prepared import group_ids
+
+        groups = group_ids(spark, frames["ledger"], frames["events"], req.config)
+    with stages.stage("write_quarantine"):
+        quarantine: DataFrame = reduce(DataFrame.unionByName,
+                                       [i.quarantine for i in ingested.values()])
+        quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
+
+    report = build_report(
+        window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
+                "lookback_minutes": req.config.lookback_minutes},
+        run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
+             "spark_version": spark.version, "spark_master": spark.sparkContext.master},
+        inputs=_inputs_summary(ingested),
+        judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
+        group_ids=groups, group_topics=group_topics,
+        config_summary={"dense_seq": req.config.dense_seq,
+                        "groups": {g.group_id: g.settings for g in req.config.groups}},
+    )
+    report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}
+                                  for s, r in input_validation.items()}
+
+    # load
+    _finish_report(spark, req, report, anomalies, frames, detection, stages, staging)
+    from .storage import publish
+
+    with stages.stage("publish"):
+        report["run"].update(finished_at=_iso(datetime.now(UTC)), stages=stages.seconds,
+                             duration_s=round(sum(stages.seconds.values()), 3))
+        _write_json(staging / "report.json", report)
+        manifest = publish(staging, req.out, req.window.relative_dir)
+    destination = f"{req.out.rstrip('/')}/{req.window.relative_dir}"
+    if req.notify and report["verdict"]["verdict"] in ("warn", "fail"):
+        from .notify import notifier_from_config
+
+        notifier_from_config(req.config.notifier).send(report, f"{destination}/report.html")
+    code = EXIT_FAIL if report["verdict"]["verdict"] == "fail" else EXIT_OK
+    return AuditResult(report=report, destination=destination, exit_code=code, manifest=manifest)
+
+
+def _finish_report(spark: SparkSession, req: AuditRequest, report: dict[str, Any],
+                   anomalies: DataFrame, frames: dict[str, DataFrame], detection,
+                   stages: Stages, staging: Path) -> None:
+    """Rebalance forensics, verdict, results validation, insights and the HTML page."""
+    from .quality import validate_results, write_results
+    from .report.html import render_html
+    from .report.insights import compute_insights
+    from .report.verdict import decide
+
+    with stages.stage("rebalances"):
+        from .rebalances import rebalance_report
+
+        report["rebalances"] = rebalance_report(spark, detection.prepared, req.config)
+    report["verdict"] = decide(report, req.config)
+    with stages.stage("validate_results"):
+        results_validation = validate_results(report, req.config, spark)
+    write_results(results_validation, staging / "validation" / "results.json")
+    report["results_validation"] = {"success": results_validation.get("success"),
+                                    "failed": results_validation.get("failed", [])}
+    if not results_validation.get("success", True) and report["verdict"]["verdict"] != "fail":
+        report["verdict"] = {"verdict": "fail", "reasons": [
+            *report["verdict"].get("reasons", []), "results validation failed"]}
+    with stages.stage("insights"):
+        insights = compute_insights(anomalies, frames, req.window)
+    with stages.stage("render_html"):
+        (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")

@@ -1,0 +1,144 @@
+"""Resolve input globs to files: local paths, or s3:// URIs staged through boto3."""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+FORMATS = ("jsonl", "csv", "parquet")
+
+
+class InputError(Exception):
+    """An input that cannot be read at all: the run fails with a message naming it."""
+
+
+@dataclass(frozen=True)
+class ResolvedInput:
+    source: str
+    fmt: str
+    files: tuple[str, ...]  # local paths (staged copies for s3)
+    origins: tuple[str, ...]  # what the user named (s3 URIs or local paths), same order
+    bytes: int
+
+
+def detect_format(path: str) -> str:
+    name = path.lower()
+    if name.endswith(".gz"):
+        name = name[:-3]
+    if name.endswith(".parquet") or name.endswith(".pq"):
+        return "parquet"
+    if name.endswith(".csv"):
+        return "csv"
+    return "jsonl"
+
+
+def _check_magic(path: str, fmt: str) -> None:
+    """Fail early, naming the file, when a file is not what its name says."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if fmt == "parquet":
+                size = os.path.getsize(path)
+                if size < 12:
+                    raise InputError(f"{path}: not a Parquet file (only {size} bytes)")
+                fh.seek(-4, os.SEEK_END)
+                tail = fh.read(4)
+                if head != b"PAR1" or tail != b"PAR1":
+                    raise InputError(f"{path}: not a Parquet file (bad magic bytes; "
+                                     "truncated or another format)")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror}") from exc
+    if path.lower().endswith(".gz") and head[:2] != b"\x1f\x8b":
+        raise InputError(f"{path}: named .gz but is not gzip data")
+
+
+def _expand_local(pattern: str) -> list[str]:
+    p = os.path.expanduser(pattern)
+    if os.path.isdir(p):
+        found = [str(f) for f in sorted(Path(p).rglob("*")) if f.is_file()
+                 and not f.name.startswith((".", "_"))]
+    else:
+        found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
+    return found
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    rest = uri[len("s3://"):]
+    bucket, _, key = rest.partition("/")
+    return bucket, key
+
+
+def _expand_s3(pattern: str, stage_dir: Path, s3_client=None) -> list[tuple[str, str]]:
+    import boto3
+
+    client = s3_client or boto3.client("s3")
+    bucket, key_pattern = _split_s3(pattern)
+    wildcard = next((i for i, c in enumerate(key_pattern) if c in "*?["), None)
+    prefix = key_pattern if wildcard is None else key_pattern[:wildcard]
+    out: list[tuple[str, str]] = []
+    try:
+        paginator = client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                key = obj["Key"]
+                if key.endswith("/"):
+                    continue
+                if wildcard is None:
+                    matches = key == key_pattern or key.startswith(key_pattern.rstrip("/") + "/")
+                else:
+                    matches = fnmatch.fnmatchcase(key, key_pattern)
+                if matches:
+                    local = stage_dir / bucket / key
+                    local.parent.mkdir(parents=True, exist_ok=True)
+                    client.download_file(bucket, key, str(local))
+                    out.append((f"s3://{bucket}/{key}", str(local)))
+    except Exception as exc:  # botocore errors carry no secrets in their text
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(f"{pattern}: cannot list or download: {type(exc).__name__}: {exc}") \
+            from exc
+    return sorted(out)
+
+
+def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = None,
+            required: bool = True, stage_dir: Path | None = None,
+            s3_client=None) -> ResolvedInput | None:
+    """Expand the patterns of one source to files; None for an absent optional source."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    patterns = [p for p in (patterns or []) if p]
+    if not patterns:
+        if required:
+            raise InputError(f"no input given for {source}")
+        return None
+    origins: list[str] = []
+    files: list[str] = []
+    for pattern in patterns:
+        if pattern.startswith("s3://"):
+            stage = stage_dir or Path(tempfile.mkdtemp(prefix="delivery-audit-stage-"))
+            pairs = _expand_s3(pattern, stage, s3_client)
+            origins += [o for o, _ in pairs]
+            files += [f for _, f in pairs]
+        elif pattern.startswith("s3a://") or pattern.startswith("s3n://"):
+            raise InputError(f"{pattern}: use s3:// URIs")
+        else:
+            found = _expand_local(pattern)
+            origins += found
+            files += found
+        if not files:
+            raise InputError(f"no files match {pattern!r} for {source}")
+    formats = {fmt or detect_format(f) for f in files}
+    if len(formats) > 1:
+        raise InputError(f"{source}: files of several formats {sorted(formats)}; "
+                         "give one format per source")
+    chosen = formats.pop()
+    if chosen not in FORMATS:
+        raise InputError(f"{source}: unknown format {chosen!r} (one of {', '.join(FORMATS)})")
+    for f in files:
+        _check_magic(f, chosen)
+    size = sum(os.path.getsize(f) for f in files)
+    return ResolvedInput(source, chosen, tuple(files), tuple(origins), size)

@@ -1,0 +1,1 @@
+"""What the audit hands to people and machines: report.json, report.html, alerts."""
