@@ -28,102 +28,90 @@ def _shown(text: Column) -> Column:
     )
 
 
-def _integer(kind: Column, text: Column) -> tuple[Column, Column]:
-    """(value as long, problem) for an integer field: a JSON integer, an integral
-    number, or an all-digit string."""
+def _integer_value(kind: Column, text: Column) -> Column:
+    """A JSON integer, an integral number, or an all-digit string, as a long."""
     integral = F.regexp_extract(text, r"^(-?[0-9]+)(\.0+)?$", 1)
-    value = (
+    return (
         F.when(kind == "int", text.try_cast("long"))
         .when((kind == "number") & text.rlike(_INTEGRAL_NUMBER), integral.try_cast("long"))
         .when((kind == "string") & text.rlike(_DIGITS), text.try_cast("long"))
     )
-    problem = (
+
+
+def _integer_problem(kind: Column, text: Column, value: Column) -> Column:
+    return (
         F.when(kind.isin("bool", "other", "timestamp"),
                F.concat(F.lit("wrong type ("), kind, F.lit(")")))
-        .when((kind == "number") & ~text.rlike(_INTEGRAL_NUMBER),
-              F.concat(F.lit("not an integer "), _shown(text)))
-        .when((kind == "string") & ~text.rlike(_DIGITS),
+        .when(((kind == "number") & ~text.rlike(_INTEGRAL_NUMBER))
+              | ((kind == "string") & ~text.rlike(_DIGITS)),
               F.concat(F.lit("not an integer "), _shown(text)))
         .when(value.isNull(), F.concat(F.lit("integer out of range "), _shown(text)))
     )
-    return value, problem
 
 
-def _timestamp(kind: Column, text: Column) -> tuple[Column, Column]:
+def _epoch_ms_text(kind: Column, text: Column) -> Column:
+    return (
+        F.when(kind == "int", text)
+        .when((kind == "number") & text.rlike(_INTEGRAL_NUMBER),
+              F.regexp_extract(text, r"^(-?[0-9]+)", 1))
+        .when((kind == "string") & text.rlike(_DIGITS), text)
+    )
+
+
+def _timestamp_value(kind: Column, text: Column, ms_text: Column) -> Column:
     """Epoch milliseconds (integer or all-digit string) or ISO-8601 text."""
-    ms_text = F.when(kind == "int", text).when(
-        (kind == "number") & text.rlike(_INTEGRAL_NUMBER),
-        F.regexp_extract(text, r"^(-?[0-9]+)", 1),
-    ).when((kind == "string") & text.rlike(_DIGITS), text)
     ms = ms_text.try_cast("long")
     ms_ok = ms.between(F.lit(_MS_MIN), F.lit(_MS_MAX))
     iso = F.when(kind.isin("string", "timestamp") & ms_text.isNull(), text.try_cast("timestamp"))
-    value = F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, ms))).otherwise(iso)
-    problem = (
+    return F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, ms))).otherwise(iso)
+
+
+def _timestamp_problem(kind: Column, text: Column, ms_text: Column, value: Column) -> Column:
+    return (
         F.when(kind.isin("bool", "other"), F.concat(F.lit("wrong type ("), kind, F.lit(")")))
-        .when(ms_text.isNotNull() & ~F.coalesce(ms_ok, F.lit(False)),
+        .when(ms_text.isNotNull() & value.isNull(),
               F.concat(F.lit("epoch ms out of range "), _shown(text)))
-        .when((kind == "number") & ms_text.isNull(),
-              F.concat(F.lit("not a timestamp "), _shown(text)))
         .when(value.isNull(), F.concat(F.lit("not a timestamp "), _shown(text)))
     )
-    return value, problem
 
 
-def _string(kind: Column, text: Column, allow_int: bool = True) -> tuple[Column, Column]:
-    ok = (kind == "string") | ((kind == "int") if allow_int else F.lit(False))
-    value = F.when(ok, text)
-    problem = F.when(~ok, F.concat(F.lit("wrong type ("), kind, F.lit(")")))
-    return value, problem
-
-
-def _enum(kind: Column, text: Column, allowed: tuple[str, ...]) -> tuple[Column, Column]:
-    lowered = F.lower(text)
-    value = F.when((kind == "string") & lowered.isin(*allowed), lowered)
-    problem = (
-        F.when(kind != "string", F.concat(F.lit("wrong type ("), kind, F.lit(")")))
-        .when(value.isNull(), F.concat(F.lit("not one of " + "/".join(allowed) + ": "),
-                                       _shown(text)))
-    )
-    return value, problem
-
-
-def _bool(kind: Column, text: Column) -> tuple[Column, Column]:
-    lowered = F.lower(text)
-    ok = kind.isin("bool", "string") & lowered.isin("true", "false")
-    value = F.when(ok, lowered == "true")
-    problem = F.when(~ok, F.concat(F.lit("not a boolean "), _shown(text)))
-    return value, problem
-
-
-def parse_field(f: Field) -> tuple[Column, Column]:
-    """(typed value, reason or null) for one canonical field."""
-    kind, text = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
-    missing = (kind == "null") | ((kind == "string") & (text == ""))
+def _value(f: Field, kind: Column, text: Column, aux: Column | None) -> Column:
+    """Step 1: the candidate value (null when it cannot be had)."""
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
-        value, problem = _integer(kind, text)
+        return _integer_value(kind, text)
+    if f.kind == "timestamp":
+        return _timestamp_value(kind, text, aux)
+    if f.kind == "enum":
+        lowered = F.lower(text)
+        return F.when((kind == "string") & lowered.isin(*f.allowed), lowered)
+    if f.kind == "bool":
+        lowered = F.lower(text)
+        return F.when(kind.isin("bool", "string") & lowered.isin("true", "false"),
+                      lowered == "true")
+    return F.when(kind.isin("string", "int"), text)  # string, key: an integer is its text
+
+
+def _problem(f: Field, kind: Column, text: Column, aux: Column | None,
+             value: Column) -> Column:
+    """Step 2: what is wrong with a present value, or null."""
+    if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
+        problem = _integer_problem(kind, text, value)
         if f.kind.startswith("nonneg"):
             problem = F.coalesce(problem, F.when(value < 0, F.concat(
                 F.lit("negative "), _shown(text))))
         if f.kind.endswith("int"):
             problem = F.coalesce(problem, F.when(~value.between(_INT_MIN, _INT_MAX), F.concat(
                 F.lit("integer out of range "), _shown(text))))
-            value = F.when(value.between(_INT_MIN, _INT_MAX), value).cast("int")
-    elif f.kind == "timestamp":
-        value, problem = _timestamp(kind, text)
-    elif f.kind == "enum":
-        value, problem = _enum(kind, text, f.allowed)
-    elif f.kind == "bool":
-        value, problem = _bool(kind, text)
-    else:  # string, key
-        value, problem = _string(kind, text)
-    reason = (
-        F.when(missing & F.lit(f.required), F.lit(f"missing required field '{f.name}'"))
-        .when(~missing & problem.isNotNull(),
-              F.concat(F.lit(f"field '{f.name}': "), problem))
-    )
-    typed = F.when(~missing & problem.isNull(), value).cast(f.spark_type)
-    return typed, reason
+        return problem
+    if f.kind == "timestamp":
+        return _timestamp_problem(kind, text, aux, value)
+    if f.kind == "enum":
+        return (F.when(kind != "string", F.concat(F.lit("wrong type ("), kind, F.lit(")")))
+                .when(value.isNull(), F.concat(
+                    F.lit("not one of " + "/".join(f.allowed) + ": "), _shown(text))))
+    if f.kind == "bool":
+        return F.when(value.isNull(), F.concat(F.lit("not a boolean "), _shown(text)))
+    return F.when(value.isNull(), F.concat(F.lit("wrong type ("), kind, F.lit(")")))
 
 
 def _source_rules(source: str) -> list[Column]:
@@ -136,19 +124,50 @@ def _source_rules(source: str) -> list[Column]:
 
 
 def parse_tokens(tokens: DataFrame, source: str) -> DataFrame:
-    """Token frame → canonical typed columns + position columns + _raw + _reason."""
+    """Token frame → canonical typed columns + position columns + _raw + _reason.
+
+    Three projections (value, then problem, then typed value and reason) keep each
+    generated method small: one nested expression per field would repeat every
+    sub-expression and outgrow the JVM's method size limit.
+    """
+    fields = FIELDS[source]
+    keep = ["_file", "_block", "_pos", "_raw", "_err"]
+
+    def k(f: Field) -> Column:
+        return F.col(f"{f.name}__k")
+
+    def t(f: Field) -> Column:
+        return F.col(f"{f.name}__s")
+
+    aux = [_epoch_ms_text(k(f), t(f)).alias(f"{f.name}__a") for f in fields
+           if f.kind == "timestamp"]
+    step0 = tokens.select(*keep, *[c for f in fields for c in (k(f), t(f))], *aux)
+
+    def a(f: Field) -> Column | None:
+        return F.col(f"{f.name}__a") if f.kind == "timestamp" else None
+
+    step1 = step0.select("*", *[_value(f, k(f), t(f), a(f)).alias(f"{f.name}__v")
+                                for f in fields])
+    missing = {f.name: (k(f) == "null") | ((k(f) == "string") & (t(f) == "")) for f in fields}
+    step2 = step1.select(
+        *keep,
+        *[F.col(f"{f.name}__v") for f in fields],
+        *[missing[f.name].alias(f"{f.name}__m") for f in fields],
+        *[_problem(f, k(f), t(f), a(f), F.col(f"{f.name}__v")).alias(f"{f.name}__p")
+          for f in fields],
+    )
     typed, reasons = [], [F.col("_err")]
-    for f in FIELDS[source]:
-        value, reason = parse_field(f)
-        typed.append(value.alias(f.name))
-        reasons.append(reason)
-    stage = tokens.select("_file", "_block", "_pos", "_raw", *typed,
-                          F.concat_ws("; ", *reasons).alias("_r1"), F.col("_err"))
+    for f in fields:
+        m, p, v = F.col(f"{f.name}__m"), F.col(f"{f.name}__p"), F.col(f"{f.name}__v")
+        typed.append(F.when(~m & p.isNull(), v).cast(f.spark_type).alias(f.name))
+        reasons.append(
+            F.when(m & F.lit(f.required), F.lit(f"missing required field '{f.name}'"))
+            .when(~m & p.isNotNull(), F.concat(F.lit(f"field '{f.name}': "), p)))
+    stage = step2.select(*keep, *typed, F.concat_ws("; ", *reasons).alias("_r1"))
     # a row that is not a JSON object has no fields to complain about
-    rule_reasons = [F.col("_r1"), *_source_rules(source)]
     reason = F.when(F.col("_err").isNotNull(), F.col("_err")).otherwise(
-        F.concat_ws("; ", *rule_reasons))
+        F.concat_ws("; ", F.col("_r1"), *_source_rules(source)))
     return stage.select(
-        "_file", "_block", "_pos", "_raw", *[f.name for f in FIELDS[source]],
+        "_file", "_block", "_pos", "_raw", *[f.name for f in fields],
         F.when(reason != "", reason).alias("_reason"),
     )

@@ -1,0 +1,139 @@
+"""The CLI end to end over a small multi-anomaly fixture (tests/data/small), checked
+against hand-computed counts, with bad rows in every source."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delivery_audit.cli import app
+
+DATA = Path(__file__).parent / "data" / "small"
+WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
+REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
+
+# Hand-computed: see tests/data/small/README.md
+EXPECTED = {
+    "lost_acked": 1,  # b/2 acked at offset 6, inside the dump [0, 8), not in the log
+    "lost_unacked": 1,  # b/3 failed, never written
+    "written_despite_failure": 0,
+    "seq_gap": 1,  # a/4 never sent
+    "dup_write": 1,  # a/3 at offsets 2 and 3 after a timeout and a retry
+    "redelivery": 1,  # offset 1 processed by c1, then by c2 after the rebalance
+    "dup_effect": 2,  # a/2 (redelivery) and a/3 (both copies processed)
+    "skipped": 0,
+    "pending": 1,  # b/4 at offset 7: the group never went past offset 5
+    "expired_unconsumed": 0,
+    "write_reorder": 0,
+    "process_reorder": 0,
+    "key_partition_split": 0,
+    "concurrent_processing": 0,
+    "retry_after_failure": 0,
+}
+STATES = {"delivered_once": 3, "delivered_duplicate": 2, "lost_acked": 1, "lost_unacked": 1,
+          "skipped": 0, "expired_unconsumed": 0, "pending": 1}
+QUARANTINED = {"sends": 4, "broker": 4, "ledger": 3, "events": 3}
+
+
+@pytest.fixture(scope="module")
+def audited(spark, tmp_path_factory):
+    """One run: the ledger gzipped (gzip input), the broker as CSV, the rest JSON Lines."""
+    tmp = tmp_path_factory.mktemp("cli")
+    for name in ("sends.jsonl", "broker.csv", "events.jsonl"):
+        shutil.copy(DATA / name, tmp / name)
+    with gzip.open(tmp / "ledger.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write((DATA / "ledger.jsonl").read_text(encoding="utf-8"))
+    out = tmp / "reports"
+    result = CliRunner().invoke(app, [
+        "run", "--sends", str(tmp / "*.jsonl").replace("*", "send*"),
+        "--broker", str(tmp / "broker.csv"), "--ledger", str(tmp / "ledger.jsonl.gz"),
+        "--events", str(tmp / "events.jsonl"), *WINDOW, "--out", str(out)])
+    report = json.loads((out / REPORT_DIR / "report.json").read_text())
+    return {"result": result, "report": report, "dir": out / REPORT_DIR}
+
+
+def test_exit_code_is_fail_for_a_critical_anomaly(audited):
+    assert audited["result"].exit_code == 3, audited["result"].output
+    assert audited["report"]["verdict"]["verdict"] == "fail"
+    assert "lost_acked" in audited["result"].output
+
+
+def test_every_anomaly_count_matches_hand_computed(audited):
+    counts = {k: v["count"] for k, v in audited["report"]["anomalies"].items()}
+    assert counts == EXPECTED
+    assert audited["report"]["anomalies"]["dup_write"]["by_cause"]["producer_retry"] == 1
+    assert audited["report"]["anomalies"]["redelivery"]["by_cause"] == {"rebalance": 1,
+                                                                        "other": 0}
+
+
+def test_states_and_balance(audited):
+    report = audited["report"]
+    assert report["judged"] == 8
+    assert report["groups"]["billing"]["states"] == STATES
+    assert report["groups"]["billing"]["balance_ok"] is True
+    assert report["balance_ok"] is True
+
+
+def test_accounting_with_quarantine(audited, spark):
+    inputs = audited["report"]["inputs"]
+    for source, n in QUARANTINED.items():
+        i = inputs[source]
+        assert i["rows_quarantined"] == n, source
+        assert i["rows_read"] == i["rows_valid"] + i["rows_quarantined"]
+    assert inputs["sends"]["rows_after_window"] == 1
+    rows = spark.read.parquet(str(audited["dir"] / "quarantine")).collect()
+    by_source: dict[str, list] = {}
+    for r in rows:
+        by_source.setdefault(r["source"], []).append(r)
+    assert {s: len(v) for s, v in by_source.items()} == QUARANTINED
+    sends = {r["row"]: r["reason"] for r in by_source["sends"]}
+    assert sends[11] == "duplicate of line 1"
+    assert sends[12] == "not valid JSON"
+    assert sends[13] == "missing required field 'seq'"
+    assert sends[14].startswith("field 'status': wrong type (bool)")
+    broker = {r["row"]: r["reason"] for r in by_source["broker"]}
+    assert broker[8] == "field 'offset': not an integer 'x'"
+    assert broker[9] == "missing required field 'topic'"
+    assert "missing required field 'offset'" in broker[10]
+    assert broker[11] == "duplicate of line 6"
+    ledger = {r["row"]: r["reason"] for r in by_source["ledger"]}
+    assert ledger == {8: "not valid JSON", 9: "missing required field 'member_id'",
+                      10: "field 'offset': not an integer 'abc'"}
+    assert all(r["file"].endswith("ledger.jsonl.gz") for r in by_source["ledger"])
+    events = {r["row"]: r["reason"] for r in by_source["events"]}
+    assert events[3].startswith("field 'event': not one of")
+    assert events[4] == "missing required field 'ts'"
+    assert events[5] == "not valid JSON"
+
+
+def test_outputs_written_with_manifest_last(audited):
+    d = audited["dir"]
+    for name in ("report.json", "report.html", "_manifest.json"):
+        assert (d / name).is_file(), name
+    manifest = json.loads((d / "_manifest.json").read_text())
+    listed = {f["path"] for f in manifest["files"]}
+    assert "report.json" in listed and any(p.startswith("anomalies/") for p in listed)
+    assert audited["report"]["anomalies"]["lost_acked"]["severity"] == "critical"
+
+
+def test_unmatched_glob_fails_naming_the_input(tmp_path):
+    result = CliRunner().invoke(app, [
+        "run", "--sends", str(tmp_path / "nothing*.jsonl"), "--broker", str(DATA / "broker.csv"),
+        "--ledger", str(DATA / "ledger.jsonl"), *WINDOW, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert "nothing*.jsonl" in result.output
+
+
+def test_file_that_is_not_gzip_fails_naming_it(tmp_path):
+    fake = tmp_path / "sends.jsonl.gz"
+    fake.write_text("not gzip at all\n")
+    result = CliRunner().invoke(app, [
+        "run", "--sends", str(fake), "--broker", str(DATA / "broker.csv"),
+        "--ledger", str(DATA / "ledger.jsonl"), *WINDOW, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    assert "sends.jsonl.gz" in result.output and "not gzip" in result.output
