@@ -41,13 +41,16 @@ def print_summary(report: dict, destination: str) -> None:
         style = "bold red" if a["count"] and a["severity"] == "critical" else None
         table.add_row(name, a["severity"], str(a["count"]), causes, style=style)
     console.print(table)
-    groups = Table("group", "judged", *[s for s in report["groups"][next(iter(report["groups"]))]
-                                        ["states"]] if report["groups"] else [], "balance",
-                   title="delivery states")
-    for g, info in report["groups"].items():
-        groups.add_row(g, str(info["judged"]), *[str(v) for v in info["states"].values()],
-                       "ok" if info["balance_ok"] else "BROKEN")
     if report["groups"]:
+        names = list(report["groups"])
+        groups = Table("state", *names, title="delivery states per group")
+        states = report["groups"][names[0]]["states"]
+        for state in states:
+            groups.add_row(state, *[str(report["groups"][g]["states"][state]) for g in names])
+        groups.add_row("judged", *[str(report["groups"][g]["judged"]) for g in names],
+                       style="bold")
+        groups.add_row("balance", *["ok" if report["groups"][g]["balance_ok"] else "BROKEN"
+                                    for g in names])
         console.print(groups)
     console.print(f"report: {destination}/report.html", highlight=False)
 

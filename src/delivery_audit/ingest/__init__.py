@@ -8,8 +8,10 @@ bound are counted as ``rows_before_lookback``.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +21,7 @@ from ..config import AuditConfig
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
 from .dedup import mark_duplicates
-from .files import InputError, ResolvedInput, resolve
+from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
 from .parsing import parse_tokens
 from .tokens import read_tokens, uses_row_index
 
@@ -56,7 +58,8 @@ def _row_numbers(spark: SparkSession, tokens: DataFrame, fmt: str, rows: DataFra
     if uses_row_index(fmt):
         return rows.withColumn(out_col, F.col(pos_col) + 1)
     splits = (
-        tokens.groupBy("_file", "_block")
+        tokens.filter(F.col("_block") >= 0)
+        .groupBy("_file", "_block")
         .agg(F.min("_pos").alias("_first_pos"), F.count(F.lit(1)).alias("_n"))
         .collect()
     )
@@ -75,14 +78,24 @@ def _row_numbers(spark: SparkSession, tokens: DataFrame, fmt: str, rows: DataFra
     )
     return joined.select(
         *rows.columns,
-        (F.col("s_before") + F.col(pos_col) - F.col("s_first_pos") + 1).alias(out_col),
+        F.when(F.col(block_col) == -1, F.col(pos_col) + 1)  # adapter rows know their line
+        .otherwise(F.col("s_before") + F.col(pos_col) - F.col("s_first_pos") + 1)
+        .alias(out_col),
     )
 
 
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
            config: AuditConfig) -> Ingested:
     source, fmt = resolved.source, resolved.fmt
-    tokens = read_tokens(spark, fmt, list(resolved.files), source)
+    files, extra_counts = list(resolved.files), {}
+    if fmt in ADAPTER_FORMATS:
+        from ..adapters import convert
+
+        stage = Path(tempfile.mkdtemp(prefix=f"delivery-audit-{source}-"))
+        files, extra_counts = convert(fmt, source, list(resolved.files),
+                                      list(resolved.origins), stage, config)
+        fmt = "jsonl"
+    tokens = read_tokens(spark, fmt, files, source)
     rows = tokens.filter(~F.col("_blank"))
     try:
         rows_read = rows.count()
@@ -108,6 +121,7 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
         "rows_quarantined": by_status.get("quarantined", 0),
         "rows_after_window": by_status.get("after_window", 0),
         "rows_before_lookback": by_status.get("before_lookback", 0),
+        **extra_counts,
     }
     if counts["rows_read"] != counts["rows_valid"] + counts["rows_quarantined"]:
         raise RuntimeError(
@@ -122,8 +136,6 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
 
 def _origin_map(resolved: ResolvedInput):
     """Spark names files by URI; report the path or s3:// URI the user named."""
-    from pathlib import Path
-
     pairs: dict[str, str] = {}
     for local, origin in zip(resolved.files, resolved.origins, strict=True):
         path = str(Path(local).resolve())

@@ -10,6 +10,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FORMATS = ("jsonl", "csv", "parquet")
+# Real-world formats (contract §6), converted to canonical JSON Lines by adapters/ first:
+# format name -> the sources it can feed.
+ADAPTER_FORMATS: dict[str, tuple[str, ...]] = {
+    "kafka-verifiable-producer": ("sends",),
+    "kafka-verifiable-consumer": ("ledger", "events"),
+    "kafka-dump-log": ("broker",),
+    "kafka-console-consumer": ("broker", "ledger"),
+    "client-log": ("events",),  # Java client / Spring Kafka / kafka-python consumer logs
+    "coordinator-log": ("events",),  # broker GroupCoordinator server.log
+}
 
 
 class InputError(Exception):
@@ -136,9 +146,13 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
         raise InputError(f"{source}: files of several formats {sorted(formats)}; "
                          "give one format per source")
     chosen = formats.pop()
-    if chosen not in FORMATS:
-        raise InputError(f"{source}: unknown format {chosen!r} (one of {', '.join(FORMATS)})")
+    if chosen in ADAPTER_FORMATS and source not in ADAPTER_FORMATS[chosen]:
+        raise InputError(f"{source}: format {chosen!r} does not carry {source} "
+                         f"(it feeds {', '.join(ADAPTER_FORMATS[chosen])})")
+    if chosen not in FORMATS and chosen not in ADAPTER_FORMATS:
+        known = ", ".join([*FORMATS, *ADAPTER_FORMATS])
+        raise InputError(f"{source}: unknown format {chosen!r} (one of {known})")
     for f in files:
-        _check_magic(f, chosen)
+        _check_magic(f, chosen if chosen in FORMATS else "text")
     size = sum(os.path.getsize(f) for f in files)
     return ResolvedInput(source, chosen, tuple(files), tuple(origins), size)

@@ -47,17 +47,25 @@ def _with_position(df: DataFrame) -> DataFrame:
 
 
 def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
+    """JSON Lines. Lines written by an adapter (adapters/) may carry where they came from:
+    ``__file`` and ``__line`` (the original file and line), ``__raw`` (the original text)
+    and ``__error`` (why the adapter could not parse it); such rows get ``_block`` −1 and
+    ``_pos`` = line − 1, so their row number is known without the split table."""
     raw = _with_position(spark.read.text(files))
     v = F.expr("try_parse_json(value)")
     parsed = raw.select(
         "_file", "_block", "_pos",
         (F.trim(F.col("value")) == F.lit("")).alias("_blank"),
-        F.col("value").alias("_raw"),
+        F.col("value").alias("_text"),
         v.alias("_v"),
     )
+    origin_file = F.expr("try_variant_get(_v, '$.__file', 'string')")
+    origin_line = F.expr("try_variant_get(_v, '$.__line', 'bigint')")
+    adapted = origin_file.isNotNull() & origin_line.isNotNull()
     err = (
         F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
-        .when(~F.ltrim(F.col("_raw")).startswith("{"), F.lit("not a JSON object"))
+        .when(~F.ltrim(F.col("_text")).startswith("{"), F.lit("not a JSON object"))
+        .otherwise(F.expr("try_variant_get(_v, '$.__error', 'string')"))
     )
     cols: list[Column] = []
     for f in FIELDS[source]:
@@ -65,7 +73,14 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         cols.append(_variant_kind(F.expr(f"schema_of_variant(variant_get(_v, '{path}'))"))
                     .alias(f"{f.name}__k"))
         cols.append(F.expr(f"try_variant_get(_v, '{path}', 'string')").alias(f"{f.name}__s"))
-    return parsed.select("_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
+    return parsed.select(
+        F.when(adapted, origin_file).otherwise(F.col("_file")).alias("_file"),
+        F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
+        F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
+        "_blank",
+        F.coalesce(F.expr("try_variant_get(_v, '$.__raw', 'string')"), F.col("_text"))
+        .alias("_raw"),
+        err.alias("_err"), *cols)
 
 
 def _csv_groups(files: list[str]) -> dict[str, list[str]]:
