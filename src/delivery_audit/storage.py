@@ -67,7 +67,8 @@ def _sha256(path: Path) -> str:
 def staged_files(staging_dir: Path) -> list[tuple[str, Path]]:
     """(relative posix path, absolute path) of every regular file below staging_dir, sorted.
 
-    A ``_manifest.json`` at the top of the staging dir is ignored (the publisher writes it).
+    A ``_manifest.json`` at the top of the staging dir is ignored (the publisher writes it), and
+    so are Hadoop's hidden ``.*.crc`` checksum sidecars (the manifest carries sha256 instead).
     """
     staging_dir = Path(staging_dir)
     if not staging_dir.is_dir():
@@ -76,7 +77,7 @@ def staged_files(staging_dir: Path) -> list[tuple[str, Path]]:
     for p in sorted(staging_dir.rglob("*")):
         if p.is_file():
             rel = p.relative_to(staging_dir).as_posix()
-            if rel != MANIFEST:
+            if rel != MANIFEST and not (p.name.startswith(".") and p.name.endswith(".crc")):
                 out.append((rel, p))
     return out
 

@@ -8,7 +8,7 @@ chart geometry is computed here as plain numbers and the template writes the SVG
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
@@ -68,15 +68,20 @@ def _env() -> Environment:
 
 
 def _parse_ts(value: Any) -> datetime | None:
+    """An aware UTC datetime (naive values are taken as UTC), or None."""
     if isinstance(value, datetime):
-        return value
-    if not value:
+        dt = value
+    elif not value:
         return None
-    try:
-        s = str(value)
-        return datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
-    except ValueError:
-        return None
+    else:
+        try:
+            s = str(value)
+            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
+        except ValueError:
+            return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
 
 
 # --------------------------------------------------------------------------- charts

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -42,12 +42,22 @@ _EVIDENCE_COLUMNS = (
 
 def _iso(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.isoformat().replace("+00:00", "Z")
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     return value
 
 
-def _row(r: Any) -> dict[str, Any]:
-    return {k: _iso(v) for k, v in r.asDict().items()}
+def _us(col: Column | str) -> Column:
+    """A timestamp as epoch microseconds: collected timestamps would come back as naive
+    datetimes in the Python process's local zone, so they travel as numbers instead."""
+    return F.unix_micros(F.col(col) if isinstance(col, str) else col)
+
+
+def _iso_us(value: Any) -> str | None:
+    if value is None:
+        return None
+    return _iso(datetime.fromtimestamp(int(value) / 1_000_000, UTC))
 
 
 def _in_range(col: Column, window: AuditWindow) -> Column:
@@ -59,13 +69,17 @@ def _ms_between(later: Column, earlier: Column) -> Column:
 
 
 def _latency_stats(df: DataFrame, value: str, by: str | None = None) -> Any:
+    """Overall stats, or with ``by`` a pair (overall, {by value: stats}) from one rollup."""
     aggs = [
         F.count(F.col(value)).alias("count"),
         F.percentile_approx(F.col(value), list(PERCENTILES), 10_000).alias("pcts"),
         F.max(F.col(value)).alias("max"),
         F.min(F.col(value)).alias("min"),
     ]
-    rows = (df.groupBy(by).agg(*aggs).orderBy(by) if by else df.agg(*aggs)).collect()
+    if by:
+        rows = df.rollup(by).agg(*aggs, F.grouping(by).alias("_total")).collect()
+    else:
+        rows = df.agg(*aggs).collect()
 
     def one(r: Any) -> dict[str, Any]:
         pcts = r["pcts"] or [None] * len(PERCENTILES)
@@ -77,29 +91,29 @@ def _latency_stats(df: DataFrame, value: str, by: str | None = None) -> Any:
         return out
 
     if by:
-        return {str(r[by]): one(r) for r in rows}
+        total = next((one(r) for r in rows if r["_total"]), {"count": 0})
+        return total, {str(r[by]): one(r) for r in sorted(
+            (r for r in rows if not r["_total"]), key=lambda r: str(r[by]))}
     return one(rows[0]) if rows else {"count": 0}
 
 
 def _timeline(anomalies: DataFrame, window: AuditWindow) -> dict[str, Any]:
-    dated = anomalies.where(F.col("ts").isNotNull() & _in_range(F.col("ts"), window))
-    rows = (dated.groupBy(F.date_trunc("hour", F.col("ts")).alias("hour"), F.col("anomaly"))
+    ts = F.col("ts")
+    where = (F.when(ts.isNull(), F.lit("undated"))
+             .when(_in_range(ts, window), F.lit("in")).otherwise(F.lit("outside")))
+    hour = F.when(where == "in", _us(F.date_trunc("hour", ts)))
+    rows = (anomalies.groupBy(where.alias("where"), hour.alias("hour"), F.col("anomaly"))
             .agg(F.sum("units").alias("units"))
-            .orderBy("hour", "anomaly").limit(_MAX_TIMELINE_ROWS).collect())
-    outside = anomalies.agg(
-        F.sum(F.when(F.col("ts").isNull(), F.col("units")).otherwise(0)).alias("undated"),
-        F.sum(F.when(F.col("ts").isNotNull() & ~_in_range(F.col("ts"), window),
-                     F.col("units")).otherwise(0)).alias("outside"),
-    ).collect()[0]
+            .orderBy("where", "hour", "anomaly").limit(_MAX_TIMELINE_ROWS).collect())
     return {
         "bucket": "hour",
         "start": _iso(window.start),
         "end": _iso(window.end),
         "read_until": _iso(window.read_until),
-        "series": [{"hour": _iso(r["hour"]), "anomaly": r["anomaly"], "units": int(r["units"])}
-                   for r in rows],
-        "undated_units": int(outside["undated"] or 0),
-        "outside_units": int(outside["outside"] or 0),
+        "series": [{"hour": _iso_us(r["hour"]), "anomaly": r["anomaly"], "units": int(r["units"])}
+                   for r in rows if r["where"] == "in"],
+        "undated_units": sum(int(r["units"]) for r in rows if r["where"] == "undated"),
+        "outside_units": sum(int(r["units"]) for r in rows if r["where"] == "outside"),
     }
 
 
@@ -108,8 +122,8 @@ def _rebalance_markers(events: DataFrame | None, window: AuditWindow) -> list[di
         return []
     ev = events.where(F.lower(F.col("event")).isin(*REBALANCE_EVENTS)
                       & F.col("ts").isNotNull() & _in_range(F.col("ts"), window))
-    grouped = (ev.groupBy(F.col("group_id"), F.date_trunc("minute", F.col("ts")).alias("minute"),
-                          F.lower(F.col("event")).alias("event"))
+    minute = _us(F.date_trunc("minute", F.col("ts"))).alias("minute")
+    grouped = (ev.groupBy(F.col("group_id"), minute, F.lower(F.col("event")).alias("event"))
                .agg(F.count(F.lit(1)).alias("n"),
                     F.collect_set("member_id").alias("members")))
     per_minute = (grouped.groupBy("group_id", "minute")
@@ -119,7 +133,7 @@ def _rebalance_markers(events: DataFrame | None, window: AuditWindow) -> list[di
     out = []
     for r in per_minute:
         members = sorted(m for m in (r["members"] or []) if m is not None)
-        out.append({"group_id": r["group_id"], "minute": _iso(r["minute"]),
+        out.append({"group_id": r["group_id"], "minute": _iso_us(r["minute"]),
                     "events": {k: int(v) for k, v in sorted((r["events"] or {}).items())},
                     "members": members[:10], "member_count": len(members)})
     return out
@@ -128,16 +142,21 @@ def _rebalance_markers(events: DataFrame | None, window: AuditWindow) -> list[di
 def _heatmap(anomalies: DataFrame, max_partitions: int) -> dict[str, Any]:
     cells = (anomalies.where(F.col("partition").isNotNull())
              .groupBy("topic", "partition", "anomaly").agg(F.sum("units").alias("units")))
-    totals = cells.groupBy("topic", "partition").agg(F.sum("units").alias("total"))
-    n_partitions = totals.count()
-    top = totals.orderBy(F.desc("total"), "topic", "partition").limit(max_partitions)
-    rows = (cells.join(F.broadcast(top), ["topic", "partition"])
+    # one job: rank partitions by their total units (the aggregated table is small)
+    ranked = (cells
+              .withColumn("total", F.sum("units").over(Window.partitionBy("topic", "partition")))
+              .withColumn("rk", F.dense_rank().over(
+                  Window.orderBy(F.desc("total"), F.col("topic").asc_nulls_first(),
+                                 F.col("partition"))))
+              .withColumn("n_partitions", F.max("rk").over(Window.partitionBy())))
+    rows = (ranked.where(F.col("rk") <= max_partitions)
             .orderBy("topic", "partition", "anomaly").collect())
+    n_partitions = int(rows[0]["n_partitions"]) if rows else 0
     return {
         "cells": [{"topic": r["topic"], "partition": int(r["partition"]),
                    "anomaly": r["anomaly"], "units": int(r["units"])} for r in rows],
-        "partitions_total": int(n_partitions),
-        "partitions_shown": min(int(n_partitions), max_partitions),
+        "partitions_total": n_partitions,
+        "partitions_shown": min(n_partitions, max_partitions),
     }
 
 
@@ -163,12 +182,9 @@ def _latency(frames: dict[str, DataFrame], window: AuditWindow) -> dict[str, Any
                    .select("topic", "partition", "offset", "timestamp"))
         e2e = (first_done.join(written, ["topic", "partition", "offset"])
                .select("group_id", _ms_between(F.col("finished_ts"), F.col("timestamp"))
-                       .alias("ms"))).cache()
-        try:
-            out["end_to_end_ms"] = _latency_stats(e2e, "ms")
-            out["end_to_end_ms_by_group"] = _latency_stats(e2e, "ms", by="group_id")
-        finally:
-            e2e.unpersist()
+                       .alias("ms")))
+        out["end_to_end_ms"], out["end_to_end_ms_by_group"] = _latency_stats(
+            e2e, "ms", by="group_id")
     return out
 
 
@@ -186,22 +202,33 @@ def _top_keys(anomalies: DataFrame, top_n: int) -> list[dict[str, Any]]:
     cond = (F.col("topic").eqNullSafe(F.col("t_topic"))
             & F.col("key").eqNullSafe(F.col("t_key")))
     hits = anomalies.join(F.broadcast(top), cond)
-    by_anomaly = hits.groupBy("rank", "anomaly").agg(F.sum("units").alias("units")).collect()
     sev_rank = F.coalesce(
         F.array_position(F.array(*[F.lit(s) for s in SEVERITIES]), F.col("severity")),
         F.lit(len(SEVERITIES) + 1))
     w = Window.partitionBy("rank").orderBy(sev_rank, F.col("ts").asc_nulls_last(),
                                            F.col("anomaly"), F.col("partition"), F.col("offset"))
-    cols = [c for c in _EVIDENCE_COLUMNS if c in anomalies.columns]
-    examples = (hits.withColumn("_n", F.row_number().over(w))
-                .where(F.col("_n") <= EXAMPLES_PER_KEY)
-                .select("rank", "_n", *cols).orderBy("rank", "_n").collect())
+    ts_cols = {f.name for f in anomalies.schema.fields if f.dataType.typeName() == "timestamp"}
+    cols = [_us(c).alias(c) if c in ts_cols else F.col(c)
+            for c in _EVIDENCE_COLUMNS if c in anomalies.columns]
+    # one job: the first EXAMPLES_PER_KEY rows per key, plus one row per (key, anomaly)
+    # carrying that anomaly's units for the key
+    w_anomaly = Window.partitionBy("rank", "anomaly")
+    picked = (hits.withColumn("_n", F.row_number().over(w))
+              .withColumn("_na", F.row_number().over(w_anomaly.orderBy(F.col("_n"))))
+              .withColumn("_units", F.sum("units").over(w_anomaly))
+              .where((F.col("_n") <= EXAMPLES_PER_KEY) | (F.col("_na") == 1))
+              .select("rank", "_n", "_na", "_units", *cols).orderBy("rank", "_n").collect())
     out = [{"topic": r["topic"], "key": r["key"], "units": int(r["units"]),
             "rows": int(r["rows"]), "anomalies": {}, "examples": []} for r in top_rows]
-    for r in sorted(by_anomaly, key=lambda r: (r["rank"], -int(r["units"]), r["anomaly"])):
-        out[r["rank"]]["anomalies"][r["anomaly"]] = int(r["units"])
-    for r in examples:
-        ex = {k: v for k, v in _row(r).items() if k not in ("rank", "_n") and v is not None}
+    per_anomaly = sorted((r["rank"], -int(r["_units"]), r["anomaly"]) for r in picked
+                         if r["_na"] == 1)
+    for rank, neg_units, name in per_anomaly:
+        out[rank]["anomalies"][name] = -neg_units
+    for r in picked:
+        if r["_n"] > EXAMPLES_PER_KEY:
+            continue
+        ex = {k: (_iso_us(v) if k in ts_cols else v) for k, v in r.asDict().items()
+              if k not in ("rank", "_n", "_na", "_units") and v is not None}
         out[r["rank"]]["examples"].append(ex)
     return out
 
