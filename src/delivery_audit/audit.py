@@ -47,6 +47,8 @@ class AuditRequest:
     config: AuditConfig = field(default_factory=AuditConfig)
     formats: dict[str, str] = field(default_factory=dict)
     notify: bool = True
+    topics: list[str] = field(default_factory=list)  # audit only these topics
+    groups: list[str] = field(default_factory=list)  # judge only these groups
 
 
 @dataclass
@@ -87,6 +89,17 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages) -> dict[str,
     return out
 
 
+def scope(frames: dict[str, DataFrame], topics: list[str]) -> dict[str, DataFrame]:
+    """Restrict every source to the audited topics (events without a topic stay)."""
+    if not topics:
+        return frames
+    from pyspark.sql import functions as F
+
+    keep = F.col("topic").isin(*topics)
+    return {s: df.filter(keep | F.col("topic").isNull() if s == "events" else keep)
+            for s, df in frames.items()}
+
+
 def _inputs_summary(ingested: dict[str, Ingested]) -> dict[str, Any]:
     return {
         s: {**i.counts, "files": list(i.files), "bytes": i.bytes} for s, i in ingested.items()
@@ -116,7 +129,9 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
 
     # extract
     ingested = extract(spark, req, stages)
-    frames = {s: i.valid for s, i in ingested.items()}
+    frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
+    if req.groups:
+        req.config = req.config.only_groups(req.groups)
     with stages.stage("validate_inputs"):
         input_validation = validate_inputs(frames, req.window, req.config)
     write_results(input_validation, staging / "validation" / "inputs.json")
@@ -155,7 +170,7 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         inputs=_inputs_summary(ingested),
         judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
         group_ids=groups, group_topics=group_topics,
-        config_summary={"dense_seq": req.config.dense_seq,
+        config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
                         "groups": {g.group_id: g.settings for g in req.config.groups}},
     )
     report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}

@@ -69,6 +69,10 @@ def run(
     config: Annotated[Path | None, typer.Option(help="audit config, YAML or JSON")] = None,
     fmt: Annotated[list[str] | None, typer.Option(
         "--format", help="SOURCE=FORMAT, e.g. broker=csv (default: from the file names)")] = None,
+    topic: Annotated[list[str] | None, typer.Option(help="audit only this topic (repeatable)")
+                     ] = None,
+    group: Annotated[list[str] | None, typer.Option(help="judge only this group (repeatable)")
+                     ] = None,
     master: Annotated[str | None, typer.Option(help="Spark master (default local[2])")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print report.json to stdout")
                         ] = False,
@@ -88,7 +92,8 @@ def run(
         _fail(str(exc))
     req = AuditRequest(inputs={"sends": sends, "broker": broker, "ledger": ledger,
                                "events": events or []},
-                       window=window, out=out, config=cfg, formats=formats)
+                       window=window, out=out, config=cfg, formats=formats,
+                       topics=list(topic or []), groups=list(group or []))
     code = execute(req, master=master, json_out=json_out)
     raise typer.Exit(code)
 

@@ -52,6 +52,13 @@ class AuditConfig:
     pseudonymise: bool = False
     raw: dict[str, Any] = field(default_factory=dict)
 
+    def only_groups(self, group_ids: list[str]) -> AuditConfig:
+        """The same config judging exactly these groups (settings kept where given)."""
+        from dataclasses import replace
+
+        known = {g.group_id: g for g in self.groups}
+        return replace(self, groups=tuple(known.get(g, GroupConfig(g)) for g in group_ids))
+
     def group(self, group_id: str) -> GroupConfig | None:
         return next((g for g in self.groups if g.group_id == group_id), None)
 
