@@ -121,6 +121,48 @@ def run_audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
         return _run(spark, req, stages, run_id, started, staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        spark.catalog.clearCache()  # one audit's cached frames must not pile up
+
+
+@dataclass
+class Reconciled:
+    """What the transform stage hands to the load stage."""
+
+    report: dict[str, Any]
+    detection: Any  # detection.Detection
+    anomalies: DataFrame  # the anomaly table as written
+    ingested: dict[str, Ingested]
+    frames: dict[str, DataFrame]
+
+
+def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
+              ingested: dict[str, Ingested], frames: dict[str, DataFrame], run_id: str,
+              started: datetime) -> Reconciled:
+    """Detect every anomaly and state, write the anomaly table, and build report.json."""
+    with stages.stage("detect"):
+        detection = detect(spark, frames, req.window, req.config)
+    detection.write_anomalies(str(staging / "anomalies"), timer=stages.stage)
+    anomalies = spark.read.parquet(str(staging / "anomalies"))
+    with stages.stage("summarise"):
+        p = detection.prepared
+        rows = anomaly_counts(anomalies)
+        states = state_counts(detection.states)
+        judged_by_topic = judged_counts(p.identities)
+        group_topics: dict[str, list[str]] = {}
+        for r in p.group_topics.collect():
+            group_topics.setdefault(r["group_id"], []).append(r["topic"])
+    report = build_report(
+        window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
+                "lookback_minutes": req.config.lookback_minutes},
+        run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
+             "spark_version": spark.version, "spark_master": spark.sparkContext.master},
+        inputs=_inputs_summary(ingested),
+        judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
+        group_ids=p.group_ids, group_topics=group_topics,
+        config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
+                        "groups": {g.group_id: g.settings for g in req.config.groups}},
+    )
+    return Reconciled(report, detection, anomalies, ingested, frames)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -141,43 +183,17 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
                          "(on_invalid_input: fail); see validation/inputs.json")
 
     # transform
-    with stages.stage("detect"):
-        detection = detect(spark, frames, req.window, req.config)
-    detection.write_anomalies(str(staging / "anomalies"), timer=stages.stage)
-    anomalies = spark.read.parquet(str(staging / "anomalies"))
-    with stages.stage("summarise"):
-        p = detection.prepared
-        rows = anomaly_counts(anomalies)
-        states = state_counts(detection.states)
-        judged_by_topic = judged_counts(p.identities)
-        gt = p.group_topics.collect()
-        group_topics: dict[str, list[str]] = {}
-        for r in gt:
-            group_topics.setdefault(r["group_id"], []).append(r["topic"])
-        from .detection.prepared import group_ids
-
-        groups = group_ids(spark, frames["ledger"], frames["events"], req.config)
+    rec = reconcile(spark, req, stages, staging, ingested, frames, run_id, started)
+    report = rec.report
+    report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}
+                                  for s, r in input_validation.items()}
     with stages.stage("write_quarantine"):
         quarantine: DataFrame = reduce(DataFrame.unionByName,
                                        [i.quarantine for i in ingested.values()])
         quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
 
-    report = build_report(
-        window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
-                "lookback_minutes": req.config.lookback_minutes},
-        run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
-             "spark_version": spark.version, "spark_master": spark.sparkContext.master},
-        inputs=_inputs_summary(ingested),
-        judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
-        group_ids=groups, group_topics=group_topics,
-        config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
-                        "groups": {g.group_id: g.settings for g in req.config.groups}},
-    )
-    report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}
-                                  for s, r in input_validation.items()}
-
     # load
-    _finish_report(spark, req, report, anomalies, frames, detection, stages, staging)
+    _finish_report(spark, req, report, rec.anomalies, frames, rec.detection, stages, staging)
     from .storage import publish
 
     with stages.stage("publish"):

@@ -76,6 +76,9 @@ def run(
     master: Annotated[str | None, typer.Option(help="Spark master (default local[2])")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print report.json to stdout")
                         ] = False,
+    notify: Annotated[bool, typer.Option(help="alert on warn/fail through the configured "
+                                              "notifier (orchestrators alert themselves)")
+                      ] = True,
 ) -> None:
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
     from .audit import AuditRequest
@@ -93,7 +96,7 @@ def run(
     req = AuditRequest(inputs={"sends": sends, "broker": broker, "ledger": ledger,
                                "events": events or []},
                        window=window, out=out, config=cfg, formats=formats,
-                       topics=list(topic or []), groups=list(group or []))
+                       topics=list(topic or []), groups=list(group or []), notify=notify)
     code = execute(req, master=master, json_out=json_out)
     raise typer.Exit(code)
 
@@ -158,6 +161,11 @@ def generate(
     console.print(f"wrote {scenario} ({messages} messages, seed {seed}) to {out}; window "
                   f"{truth['window']['start']} → {truth['window']['end']}", highlight=False)
     console.print(f"expected anomalies: {nonzero or 'none'}", highlight=False)
+
+
+from .lab import lab_command  # noqa: E402  (heavy imports stay inside the command)
+
+app.command("lab")(lab_command)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -18,6 +18,21 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+def _memory_conf() -> dict[str, str]:
+    """Local mode runs everything in the driver JVM: give it room (env overrides)."""
+    return {"spark.driver.memory": os.environ.get("DELIVERY_AUDIT_DRIVER_MEMORY", "4g")}
+
+
+def _submitted_conf() -> set[str]:
+    """Keys spark-submit already set (its --conf values reach the driver as system
+    properties); empty when Python starts the JVM itself."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return set()
+    from pyspark import SparkConf
+
+    return {k for k, _ in SparkConf().getAll()}
+
+
 def get_spark(app_name: str = "delivery-audit", master: str | None = None,
               conf: dict[str, str] | None = None) -> SparkSession:
     """Get (or create) the session; the master comes from spark-submit when set there."""
@@ -29,8 +44,10 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
         builder = builder.master(os.environ["SPARK_MASTER"])
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
         builder = builder.master(os.environ.get("DELIVERY_AUDIT_MASTER", "local[2]"))
-    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
-        builder = builder.config(k, v)
+    given = _submitted_conf()
+    for k, v in {**DEFAULT_CONF, **_memory_conf(), **(conf or {})}.items():
+        if k not in given or (conf and k in conf):  # spark-submit --conf wins over defaults
+            builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

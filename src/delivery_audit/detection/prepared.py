@@ -27,6 +27,7 @@ class Prepared:
     events: DataFrame  # events of judged groups
     group_topics: DataFrame  # group_id, topic
     progress: DataFrame  # group_id, topic, partition, max_attempted, max_committed
+    group_ids: list[str]  # every judged group (rule 9)
 
 
 def _ts(value) -> F.Column:
@@ -180,4 +181,5 @@ def prepare(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWind
         identities=ids, ledger=resolved, events=events.persist(),
         group_topics=judged_groups(spark, ledger, events, config).persist(),
         progress=progress(ledger, events).persist(),
+        group_ids=groups,
     )

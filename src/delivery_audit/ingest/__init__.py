@@ -93,7 +93,7 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
 
         stage = Path(tempfile.mkdtemp(prefix=f"delivery-audit-{source}-"))
         files, extra_counts = convert(fmt, source, list(resolved.files),
-                                      list(resolved.origins), stage, config)
+                                      list(resolved.origins), stage, config, window=window)
         fmt = "jsonl"
     tokens = read_tokens(spark, fmt, files, source)
     rows = tokens.filter(~F.col("_blank"))

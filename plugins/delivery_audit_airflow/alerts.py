@@ -1,0 +1,78 @@
+"""Alert glue: the auditor's notifier for verdicts, and a task-failure callback.
+
+``delivery_audit.notify.notifier_from_config`` is imported only when an alert is sent. If the
+notifier cannot be built or fails to send, the alert is still logged on the
+``delivery_audit.alerts`` logger so it is never lost silently.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+ALERT_LOGGER = "delivery_audit.alerts"
+log = logging.getLogger(ALERT_LOGGER)
+
+
+def notifier_settings(plan: dict[str, Any]) -> dict[str, Any]:
+    """The notifier: the Variable, else the audit config's ``notifier``, else the log notifier."""
+    if plan.get("notifier"):
+        return dict(plan["notifier"])
+    path = plan.get("config_file")
+    if path:
+        try:
+            import yaml
+
+            with open(path, encoding="utf-8") as fh:
+                data = yaml.safe_load(fh) or {}
+            if isinstance(data.get("notifier"), dict):
+                return dict(data["notifier"])
+        except (OSError, ValueError) as exc:  # yaml errors are ValueErrors
+            log.warning("cannot read the notifier from %s: %s", path, exc)
+    return {"type": "log"}
+
+
+def _build_notifier(settings: dict[str, Any]):
+    from delivery_audit.notify import notifier_from_config
+
+    return notifier_from_config(settings)
+
+
+def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any]) -> str:
+    """Send through the configured notifier; returns how it was delivered."""
+    verdict = (report.get("verdict") or {}).get("verdict", "?")
+    try:
+        _build_notifier(settings).send(report, link)
+        how = f"notifier {settings.get('type', '?')}"
+    except Exception as exc:  # an alert must not vanish because a webhook is down
+        log.error("notifier %s failed (%s): logging the alert instead", settings, exc)
+        how = "log (notifier failed)"
+        log.warning("AUDIT %s %s reasons=%s link=%s", verdict.upper(),
+                    (report.get("window") or {}).get("id", ""),
+                    json.dumps((report.get("verdict") or {}).get("reasons", [])), link)
+    return how
+
+
+def task_failure_callback(context: Any) -> None:
+    """on_failure_callback: a task of the audit failed for good (after its retries)."""
+    ti = context.get("ti") or context.get("task_instance")
+    task_id = getattr(ti, "task_id", "?")
+    dag_id = getattr(ti, "dag_id", "?")
+    exc = context.get("exception")
+    plan = None
+    try:
+        plan = ti.xcom_pull(task_ids=f"{task_id.rsplit('.', 1)[0]}.resolve_window") \
+            if ti is not None and "." in task_id else None
+    except Exception:  # the plan may be what failed
+        plan = None
+    window = (plan or {}).get("window") or {}
+    report = {
+        "verdict": {"verdict": "error",
+                    "reasons": [f"{dag_id}.{task_id} failed: {exc!s}"[:2000]]},
+        "window": window,
+        "anomalies": {},
+    }
+    log.error("AUDIT ERROR %s.%s window=%s: %s", dag_id, task_id, window.get("id", "?"), exc)
+    if plan:
+        send_alert(report, (plan or {}).get("report_link", ""), notifier_settings(plan))

@@ -1,0 +1,169 @@
+"""The run plan: which window to audit, where the inputs are, where the report goes.
+
+Resolved once per run by the ``resolve_window`` task and passed on via XCom, so every later task
+(and a retry of any of them) works on exactly the same window and locations.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from delivery_audit_airflow import uris
+from delivery_audit_airflow.settings import Settings, date_placeholders, duration_minutes
+
+#: report_prefix: 1-5 '/'-separated segments of [A-Za-z0-9._-] that start with a letter/digit
+#: (so no '..', no leading '/', no empty segment, no spaces or shell/URI specials)
+PREFIX_PATTERN = r"^$|^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0,63}){0,4}$"
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,248}$"  # a Kafka topic / group id
+ISO_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+
+
+class PlanError(ValueError):
+    """A request that must not run (bad params): fail the task without retrying."""
+
+
+def parse_instant(text: Any, what: str) -> datetime:
+    if isinstance(text, datetime):
+        dt = text
+    else:
+        s = str(text or "").strip()
+        if not re.match(ISO_PATTERN, s):
+            raise PlanError(f"{what}: {text!r} is not an ISO-8601 instant "
+                            "(e.g. 2026-11-19T00:00:00Z)")
+        if s.endswith("Z"):
+            s = s[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError as exc:
+            raise PlanError(f"{what}: {text!r} is not a valid instant: {exc}") from exc
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def _names(value: Any, what: str) -> list[str]:
+    if value in (None, "", []):
+        return []
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = []
+    for item in items:
+        name = str(item).strip()
+        if not re.match(NAME_PATTERN, name):
+            raise PlanError(f"{what}: {item!r} is not a valid name")
+        out.append(name)
+    return out
+
+
+def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]:
+    """Check the backfill DAG's Params; returns the normalised request."""
+    start = parse_instant(params.get("start"), "start")
+    end = parse_instant(params.get("end"), "end")
+    if end <= start:
+        raise PlanError(f"end {end.isoformat()} must be after start {start.isoformat()}")
+    if end - start > timedelta(days=max_days):
+        raise PlanError(f"window {end - start} is longer than the allowed maximum of {max_days:g} "
+                        "days (Variable delivery_audit_backfill_max_days)")
+    prefix = str(params.get("report_prefix") or "").strip()
+    if not re.match(PREFIX_PATTERN, prefix) or ".." in prefix.split("/"):
+        raise PlanError(f"report_prefix {prefix!r} is not allowed: use letters, digits, '.', '_', "
+                        "'-' in up to 5 '/'-separated segments (no '..', no leading '/')")
+    grace = params.get("grace_minutes")
+    if grace not in (None, ""):
+        try:
+            grace = float(grace)
+        except (TypeError, ValueError) as exc:
+            raise PlanError(f"grace_minutes {grace!r} is not a number") from exc
+        if grace < 0 or grace > 7 * 1440:
+            raise PlanError(f"grace_minutes {grace:g} must be between 0 and 10080")
+    else:
+        grace = None
+    return {
+        "start": start,
+        "end": end,
+        "topics": _names(params.get("topics"), "topics"),
+        "groups": _names(params.get("groups"), "groups"),
+        "grace_minutes": grace,
+        "report_prefix": prefix,
+    }
+
+
+def _iso(dt: datetime) -> str:
+    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def window_id(start: datetime, end: datetime) -> str:
+    """Same as delivery_audit.window.AuditWindow.window_id (kept dependency-free)."""
+    fmt = "%Y%m%dT%H%M%SZ"
+    return f"{start.astimezone(UTC).strftime(fmt)}_{end.astimezone(UTC).strftime(fmt)}"
+
+
+def build_plan(*, start: datetime, end: datetime, settings: Settings,
+               request: dict[str, Any] | None = None, source: str = "schedule") -> dict[str, Any]:
+    """Everything the later tasks need, as a JSON-able dict."""
+    request = request or {}
+    if end <= start:
+        raise PlanError(f"empty window: {_iso(start)} → {_iso(end)}")
+    dates = date_placeholders(start, end)
+    sources = {name: settings.render(name, **dates)
+               for name in ("sends", "broker", "ledger", "events")}
+    if not sources["events"]:
+        sources["events"] = None
+    for name, value in sources.items():
+        if name != "events" and not value:
+            raise PlanError(f"Variable delivery_audit_{name} is empty: the source is required")
+    grace_minutes = (request["grace_minutes"] if request.get("grace_minutes") is not None
+                     else duration_minutes(settings.raw("grace")))
+    root = settings.render("report_root")
+    if request.get("report_prefix"):
+        root = uris.join(root, request["report_prefix"])
+    wid = window_id(start, end)
+    report_dir = uris.join(root, f"dt={start.astimezone(UTC):%Y-%m-%d}", wid)
+    config_file = settings.render("config_file") or None
+    spark_conf = settings.json("spark_conf") or {}
+    if not isinstance(spark_conf, dict):
+        raise PlanError("Variable delivery_audit_spark_conf must be a JSON object")
+    notifier = settings.json("notifier")
+    if notifier is not None and not isinstance(notifier, dict):
+        raise PlanError("Variable delivery_audit_notifier must be a JSON object")
+    return {
+        "source": source,
+        "job": settings.render("job"),
+        "window": {"start": _iso(start), "end": _iso(end), "id": wid,
+                   "grace_minutes": grace_minutes},
+        "sources": sources,
+        "out": root,
+        "report_dir": report_dir,
+        "report_link": settings.render("report_link", report_dir=report_dir, **dates),
+        "config_file": config_file,
+        "topics": list(request.get("topics") or []),
+        "groups": list(request.get("groups") or []),
+        "notifier": notifier,
+        "spark_conf": {str(k): str(v) for k, v in spark_conf.items()},
+        "fail_run_on_verdict": settings.flag("fail_run_on_verdict"),
+        "wait_for_grace": settings.flag("wait_for_grace"),
+    }
+
+
+def grace_arg(minutes: float) -> str:
+    return f"{int(minutes)}m" if float(minutes).is_integer() else f"{round(minutes * 60)}s"
+
+
+def job_args(plan: dict[str, Any], config_path: str | None, stage: str = "all") -> list[str]:
+    """The reconcile job's command line (same arguments as ``delivery-audit run``)."""
+    src = plan["sources"]
+    args = ["--sends", src["sends"], "--broker", src["broker"], "--ledger", src["ledger"]]
+    if src.get("events"):
+        args += ["--events", src["events"]]
+    w = plan["window"]
+    args += ["--start", w["start"], "--end", w["end"], "--grace", grace_arg(w["grace_minutes"])]
+    if config_path:
+        args += ["--config", config_path]
+    for topic in plan.get("topics") or []:
+        args += ["--topic", topic]
+    for group in plan.get("groups") or []:
+        args += ["--group", group]
+    # the DAG's alert task notifies; the job must not alert a second time
+    args += ["--out", plan["out"], "--stage", stage, "--no-notify"]
+    return args

@@ -1,0 +1,114 @@
+"""Minimal local-path / s3:// access for the orchestration tasks (existence checks, reading the
+published report). boto3 is imported only when an s3:// URI is used; it honours the usual
+``AWS_*`` variables including ``AWS_ENDPOINT_URL`` (MinIO, moto)."""
+
+from __future__ import annotations
+
+import glob as _glob
+import re
+from pathlib import Path
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def is_s3(uri: str) -> bool:
+    return uri.startswith(("s3://", "s3a://"))
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    rest = uri.split("://", 1)[1]
+    bucket, _, key = rest.partition("/")
+    return bucket, key
+
+
+def _local(uri: str) -> Path:
+    return Path(uri[len("file://"):] if uri.startswith("file://") else uri)
+
+
+def join(root: str, *parts: str) -> str:
+    out = root.rstrip("/")
+    for p in parts:
+        out += "/" + p.strip("/")
+    return out
+
+
+def _s3_client():
+    import boto3
+
+    return boto3.client("s3")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex where '*' and '?' stay within one path segment; [...] is a class."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and "]" in pattern[i + 1:]:
+            j = pattern.index("]", i + 1)
+            body = pattern[i + 1:j]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
+
+
+def glob_matches(pattern: str, limit: int = 1000) -> list[str]:
+    """Files matching a glob (local or s3://; '*' does not cross '/' on either)."""
+    if not is_s3(pattern):
+        return sorted(p for p in _glob.glob(str(_local(pattern))) if Path(p).is_file())[:limit]
+    bucket, key_glob = _split_s3(pattern)
+    m = _GLOB_CHARS.search(key_glob)
+    prefix = key_glob[: m.start()] if m else key_glob
+    scheme = pattern.split("://", 1)[0]
+    regex = _glob_regex(key_glob)
+    found: list[str] = []
+    paginator = _s3_client().get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            if regex.fullmatch(obj["Key"]):
+                found.append(f"{scheme}://{bucket}/{obj['Key']}")
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def exists(uri: str) -> bool:
+    if not is_s3(uri):
+        return _local(uri).is_file()
+    bucket, key = _split_s3(uri)
+    from botocore.exceptions import ClientError
+
+    try:
+        _s3_client().head_object(Bucket=bucket, Key=key)
+        return True
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+
+
+def read_text(uri: str) -> str:
+    if not is_s3(uri):
+        return _local(uri).read_text(encoding="utf-8")
+    bucket, key = _split_s3(uri)
+    return _s3_client().get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+
+
+def list_files(prefix_uri: str) -> list[str]:
+    """Every file below a folder URI (recursive), as paths relative to it."""
+    if not is_s3(prefix_uri):
+        root = _local(prefix_uri)
+        if not root.is_dir():
+            return []
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    bucket, key = _split_s3(prefix_uri.rstrip("/") + "/")
+    out: list[str] = []
+    for page in _s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+        out += [o["Key"][len(key):] for o in page.get("Contents", [])]
+    return sorted(out)

@@ -1,0 +1,235 @@
+# ruff: noqa: E501  (verbatim tool output and log lines)
+"""Adapters (contract §6): real tool output → canonical JSON Lines with file/line origins."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from delivery_audit.adapters import convert
+from delivery_audit.config import AuditConfig
+
+NEW_DUMP = """\
+Dumping /var/lib/kafka/data/orders-3/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 1 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1742739702864 size: 82 magic: 2 compresscodec: none crc: 758896000 isvalid: true
+| offset: 0 CreateTime: 1742739702864 keySize: 3 valueSize: 7 sequence: 0 headerKeys: [] key: k-1 payload: order.7
+| offset: 1 CreateTime: 1742739702865 keySize: -1 valueSize: 14 sequence: 1 headerKeys: [trace, seq] payload: tset a si siht
+baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 1 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty position: 82 CreateTime: 1742739702900 size: 78 magic: 2 compresscodec: none crc: 1 isvalid: true
+| offset: 2 CreateTime: 1742739702900 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 0
+baseOffset: 3 lastOffset: 4 count: 2 baseSequence: 5 lastSequence: 6 producerId: 7 producerEpoch: 2 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 160 CreateTime: 1742739703000 size: 90 magic: 2 compresscodec: none crc: 2 isvalid: true
+| offset: 3 CreateTime: 1742739703000 keySize: 12 valueSize: 1 sequence: 5 headerKeys: [] key: x payload: y payload: 9
+| offset: 4 CreateTime: 1742739703001 keySize: 2 valueSize: 1 headerKeys: [] key: k2 payload: 8
+this is not a dump line
+| offset: x CreateTime: 1 keySize: -1 valueSize: 1 payload: 1
+"""
+
+OLD_DUMP = """\
+Dumping /kafka-logs/legacy-0/00000000000000000000.log
+Starting offset: 0
+baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: 1556000000000 size: 70 magic: 2 compresscodec: NONE crc: 1 isvalid: true
+| offset: 0 CreateTime: 1556000000000 keysize: 2 valuesize: 2 sequence: -1 headerKeys: [] key: k1 payload: 42
+| offset: 1 LogAppendTime: 1556000000001 keysize: 2 valuesize: 5 sequence: -1 headerKeys: [] payload: 43
+"""
+
+PRODUCER = [
+    '{"name":"startup_complete","timestamp":1646221252000}',
+    '{"timestamp":1646221252222,"name":"producer_send_success","key":null,"value":"0",'
+    '"offset":0,"topic":"verify-test","partition":0}',
+    '{"name":"producer_send_success","timestamp":1646221252223,"key":"k","value":"run.1",'
+    '"offset":1,"topic":"verify-test","partition":0}',
+    '{"timestamp":1646221252300,"name":"producer_send_error","key":"k","value":"2",'
+    '"topic":"verify-test","exception":"class org.apache.kafka.common.errors.TimeoutException",'
+    '"message":"Expiring 1 record(s)"}',
+    '{"timestamp":1646221252301,"name":"producer_send_error","key":null,"value":"3",'
+    '"topic":"verify-test","exception":"class org.apache.kafka.common.errors.'
+    'RecordTooLargeException","message":"too large"}',
+    '{"name":"tool_data","sent":2,"acked":2,"target_throughput":-1}',
+    'not json at all',
+    '{"timestamp":1646221252400,"name":"producer_send_success","key":null,"value":"abc",'
+    '"offset":4,"topic":"verify-test","partition":0}',
+    '{"name":"shutdown_complete","timestamp":1646221253000}',
+]
+
+CONSUMER = [
+    '{"timestamp":1646221260000,"name":"startup_complete"}',
+    '{"timestamp":1646221260100,"name":"partitions_assigned","partitions":[{"topic":"verify-test",'
+    '"partition":0},{"topic":"verify-test","partition":1}]}',
+    '{"timestamp":1646221260200,"name":"record_data","key":null,"value":"0","topic":"verify-test",'
+    '"partition":0,"offset":0}',
+    '{"timestamp":1646221260201,"name":"record_data","key":"k","value":"run.1",'
+    '"topic":"verify-test","partition":0,"offset":1}',
+    '{"timestamp":1646221260300,"name":"records_consumed","count":2,"partitions":[{"topic":'
+    '"verify-test","partition":0,"count":2,"minOffset":0,"maxOffset":1}]}',
+    '{"timestamp":1646221260400,"name":"offsets_committed","offsets":[{"topic":"verify-test",'
+    '"partition":0,"offset":2}],"success":true}',
+    '{"timestamp":1646221260500,"name":"offsets_committed","offsets":[{"topic":"verify-test",'
+    '"partition":0,"offset":2}],"success":false,"error":"CommitFailedException: rebalanced"}',
+    '{"timestamp":1646221260600,"name":"partitions_revoked","partitions":[{"topic":"verify-test",'
+    '"partition":0}]}',
+    '{"timestamp":1646221260700,"name":"partitions_revoked","partitions":[]}',
+    '{"timestamp":1646221261000,"name":"shutdown_complete"}',
+]
+
+CONSOLE = """\
+CreateTime:1700000000000\tPartition:0\tOffset:42\tkey-1\tpayload.17
+CreateTime:1700000000001\tPartition:1\tOffset:7\tnull\t18
+LogAppendTime:1700000000002\tPartition:1\tOffset:8\tseq:19,trace:x\tk\t{"n": 1}
+CreateTime:1700000000003\tOffset:9\tk\t20
+Processed a total of 4 messages
+"""
+
+
+def _write(tmp: Path, name: str, text: str, gz: bool = False) -> str:
+    path = tmp / name
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _run(tmp_path, fmt, source, text, config=None, name="input.txt", gz=False):
+    path = _write(tmp_path, name, text, gz)
+    out, counts = convert(fmt, source, [path], [f"origin/{name}"], tmp_path / "out",
+                          config or AuditConfig())
+    rows = [json.loads(x) for p in out for x in Path(p).read_text().splitlines()]
+    return rows, counts
+
+
+def _ok(rows):
+    return [r for r in rows if "__error" not in r]
+
+
+def _bad(rows):
+    return [r for r in rows if "__error" in r]
+
+
+def test_dump_log_new_spelling(tmp_path):
+    rows, counts = _run(tmp_path, "kafka-dump-log", "broker", NEW_DUMP, gz=True,
+                        name="seg.txt.gz")
+    ok = _ok(rows)
+    assert [(r["topic"], r["partition"], r["offset"]) for r in ok] == [
+        ("orders", 3, 0), ("orders", 3, 1), ("orders", 3, 3), ("orders", 3, 4)]
+    r0, r1, r3, r4 = ok
+    assert (r0["key"], r0["seq"], r0["timestamp"]) == ("k-1", 7, 1742739702864)
+    assert (r0["pid"], r0["producer_epoch"], r0["batch_sequence"]) == (1, 0, 0)
+    assert r1["key"] is None and r1["seq"] is None  # a text payload: unattributable
+    assert (r3["key"], r3["seq"]) == ("x payload: y", 9)  # the key is cut by its keySize
+    assert (r3["pid"], r3["producer_epoch"], r3["batch_sequence"]) == (7, 2, 5)
+    assert r4["batch_sequence"] == 6  # baseSequence + (offset - baseOffset)
+    assert counts["control_records"] == 1
+    assert counts["skipped_lines"] == 5  # Dumping, Log starting offset, 3 batch lines
+    bad = _bad(rows)
+    assert [(b["__line"], b["__error"]) for b in bad] == [
+        (11, "unrecognised dump-log line"), (12, "record line without a numeric offset")]
+    assert bad[0]["__raw"] == "this is not a dump line"
+    assert all(r["__file"] == "origin/seg.txt.gz" for r in rows)
+    assert r0["__line"] == 4
+
+
+def test_dump_log_old_spelling(tmp_path):
+    rows, counts = _run(tmp_path, "kafka-dump-log", "broker", OLD_DUMP)
+    ok, bad = _ok(rows), _bad(rows)
+    assert len(ok) == 1 and (ok[0]["topic"], ok[0]["key"], ok[0]["seq"]) == ("legacy", "k1", 42)
+    assert ok[0]["pid"] is None and ok[0]["batch_sequence"] is None
+    assert len(bad) == 1 and "key not printed" in bad[0]["__error"]
+    assert counts["skipped_lines"] == 3
+
+
+def test_dump_log_without_dumping_line_needs_topic(tmp_path):
+    text = "| offset: 5 CreateTime: 1 keySize: -1 valueSize: 1 payload: 5\n"
+    rows, _ = _run(tmp_path, "kafka-dump-log", "broker", text)
+    assert "topic/partition unknown" in _bad(rows)[0]["__error"]
+    cfg = AuditConfig.from_dict({"adapters": {"topic": "t", "partition": 2}})
+    rows, _ = _run(tmp_path, "kafka-dump-log", "broker", text, cfg)
+    assert (rows[0]["topic"], rows[0]["partition"], rows[0]["seq"]) == ("t", 2, 5)
+
+
+def test_verifiable_producer(tmp_path):
+    rows, counts = _run(tmp_path, "kafka-verifiable-producer", "sends", "\n".join(PRODUCER))
+    ok, bad = _ok(rows), _bad(rows)
+    assert [(r["seq"], r["status"], r["key"]) for r in ok] == [
+        (0, "acked", None), (1, "acked", "k"), (2, "timeout", "k"), (3, "failed", None)]
+    assert ok[0]["send_ts"] == 1646221252222 and ok[0]["offset"] == 0
+    assert ok[2]["offset"] is None and "TimeoutException: Expiring" in ok[2]["error"]
+    assert counts["skipped_lines"] == 3  # startup, tool_data, shutdown
+    assert [(b["__line"], b["__error"][:14]) for b in bad] == [
+        (7, "not valid JSON"), (8, "value 'abc' ca")]
+
+
+def test_verifiable_consumer_ledger_and_events(tmp_path):
+    cfg = AuditConfig.from_dict({"adapters": {"group": "vgroup"}})
+    text = "\n".join(CONSUMER)
+    ledger, lc = _run(tmp_path, "kafka-verifiable-consumer", "ledger", text, cfg,
+                      name="consumer-a.jsonl")
+    assert [(r["offset"], r["seq"], r["member_id"], r["group_id"], r["outcome"])
+            for r in ledger] == [(0, 0, "consumer-a", "vgroup", "success"),
+                                 (1, 1, "consumer-a", "vgroup", "success")]
+    assert lc["skipped_lines"] == 8
+    events, ec = _run(tmp_path, "kafka-verifiable-consumer", "events", text, cfg,
+                      name="consumer-a.jsonl")
+    assert [(r["event"], r["partition"], r["offset"]) for r in events] == [
+        ("assigned", 0, None), ("assigned", 1, None), ("commit", 0, 2),
+        ("commit_failed", 0, 2), ("revoked", 0, None)]
+    assert events[3]["detail"] == "CommitFailedException: rebalanced"
+    assert events[0]["__line"] == events[1]["__line"] == 2
+
+
+def test_console_consumer(tmp_path):
+    cfg = AuditConfig.from_dict({"adapters": {"topic": "orders",
+                                              "seq": {"from": "header", "name": "seq"}}})
+    rows, counts = _run(tmp_path, "kafka-console-consumer", "broker", CONSOLE, cfg)
+    ok, bad = _ok(rows), _bad(rows)
+    assert [(r["partition"], r["offset"], r["key"], r["seq"]) for r in ok] == [
+        (0, 42, "key-1", None), (1, 7, None, None), (1, 8, "k", 19)]
+    assert counts["skipped_lines"] == 1
+    assert len(bad) == 1 and "Partition:" in bad[0]["__error"] and bad[0]["__line"] == 4
+    # default seq rule: the payload is N or prefix.N
+    rows, _ = _run(tmp_path, "kafka-console-consumer", "broker", CONSOLE,
+                   AuditConfig.from_dict({"adapters": {"topic": "orders"}}))
+    assert [r["seq"] for r in _ok(rows)] == [17, 18, None]
+    # json and regex rules; the ledger form
+    cfg = AuditConfig.from_dict({"adapters": {"topic": "orders", "group": "g", "member": "m",
+                                              "seq": {"from": "json", "name": "n"}}})
+    rows, _ = _run(tmp_path, "kafka-console-consumer", "ledger", CONSOLE, cfg)
+    assert [(r["group_id"], r["member_id"], r["seq"], r["started_ts"]) for r in _ok(rows)][2] \
+        == ("g", "m", 1, 1700000000002)
+    cfg = AuditConfig.from_dict({"adapters": {"topic": "o",
+                                              "seq": {"from": "regex", "pattern": r"\.(\d+)$"}}})
+    rows, _ = _run(tmp_path, "kafka-console-consumer", "broker", CONSOLE, cfg)
+    assert [r["seq"] for r in _ok(rows)] == [17, None, None]
+
+
+def test_bad_seq_rule_is_a_config_error(tmp_path):
+    with pytest.raises(ValueError, match="pattern"):
+        _run(tmp_path, "kafka-console-consumer", "broker", CONSOLE,
+             AuditConfig.from_dict({"adapters": {"seq": {"from": "regex"}}}))
+
+
+def test_end_to_end_ingest_counts_and_quarantine_origin(spark, tmp_path):
+    from delivery_audit.ingest import ingest, resolve
+    from delivery_audit.window import AuditWindow
+
+    dump = _write(tmp_path, "orders.dump.txt", NEW_DUMP)
+    prod = _write(tmp_path, "producer.jsonl", "\n".join(PRODUCER) + "\n")
+    window = AuditWindow.of("2022-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
+    cfg = AuditConfig()
+    broker = ingest(spark, resolve("broker", [dump], fmt="kafka-dump-log"), window, cfg)
+    c = broker.counts
+    assert c["rows_read"] == c["rows_valid"] + c["rows_quarantined"] == 6
+    assert (c["rows_valid"], c["rows_quarantined"], c["control_records"]) == (4, 2, 1)
+    q = {(r["file"], r["row"]): r["reason"] for r in broker.quarantine.collect()}
+    assert q == {(dump, 11): "unrecognised dump-log line",
+                 (dump, 12): "record line without a numeric offset"}
+    sends = ingest(spark, resolve("sends", [prod], fmt="kafka-verifiable-producer"), window,
+                   cfg)
+    c = sends.counts
+    assert c["rows_read"] == c["rows_valid"] + c["rows_quarantined"] == 6
+    assert c["rows_quarantined"] == 2 and c["skipped_lines"] == 3
+    raws = {r["row"]: r["raw"] for r in sends.quarantine.collect()}
+    assert raws[7] == "not json at all"

@@ -1,0 +1,298 @@
+"""DAG integrity (DagBag, no DB needed) and the orchestration logic of the plugin package."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+# never ~/airflow: Airflow writes airflow.cfg into AIRFLOW_HOME on import
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
+if str(REPO / "plugins") not in sys.path:
+    sys.path.append(str(REPO / "plugins"))
+
+GROUP = "audit"
+TASKS = ["resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"]
+EDGES = {  # upstream → downstream, inside the group
+    ("resolve_window", "wait_for_inputs"),
+    ("wait_for_inputs", "reconcile"),  # reconcile pulls the plan by task id, no extra edge
+    ("resolve_window", "check_report"),
+    ("reconcile", "check_report"),
+    ("resolve_window", "alert"),
+    ("check_report", "alert"),
+}
+
+
+@pytest.fixture(scope="module")
+def dagbag():
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(REPO / "dags"))
+
+
+def test_no_import_errors(dagbag):
+    assert dagbag.import_errors == {}
+    assert {"delivery_audit_daily", "delivery_audit_backfill"} <= set(dagbag.dags)
+
+
+@pytest.mark.parametrize("dag_id", ["delivery_audit_daily", "delivery_audit_backfill"])
+def test_tags_retries_and_graph(dagbag, dag_id):
+    dag = dagbag.dags[dag_id]
+    assert "delivery-audit" in dag.tags
+    assert sorted(dag.task_ids) == sorted(f"{GROUP}.{t}" for t in TASKS)
+    edges = {(up.split(".", 1)[1], down.split(".", 1)[1])
+             for up in dag.task_ids for down in dag.get_task(up).downstream_task_ids}
+    assert edges == EDGES
+    for task in dag.tasks:
+        assert task.retries >= 2, task.task_id
+        assert task.on_failure_callback, task.task_id
+    sensor = dag.get_task(f"{GROUP}.wait_for_inputs")
+    assert sensor.mode == "reschedule"
+    reconcile = dag.get_task(f"{GROUP}.reconcile")
+    assert type(reconcile).__name__ == "AuditSparkSubmitOperator"
+    assert reconcile._conn_id == "spark_default"
+    assert reconcile.application.endswith("jobs/reconcile.py")
+
+
+def test_same_task_group_in_both_dags(dagbag):
+    daily, backfill = dagbag.dags["delivery_audit_daily"], dagbag.dags["delivery_audit_backfill"]
+    assert [type(t).__name__ for t in daily.tasks] == [type(t).__name__ for t in backfill.tasks]
+    # one factory: both DAG files import it, neither defines tasks itself
+    for name in ("delivery_audit_daily.py", "delivery_audit_backfill.py"):
+        text = (REPO / "dags" / name).read_text()
+        assert "audit_task_group()" in text and "SparkSubmitOperator" not in text
+
+
+def test_daily_schedule_is_a_24h_data_interval(dagbag):
+    from airflow.serialization.encoders import coerce_to_core_timetable
+    from airflow.timetables.base import DataInterval, TimeRestriction
+
+    dag = dagbag.dags["delivery_audit_daily"]
+    assert type(dag.timetable).__name__ == "CronDataIntervalTimetable"
+    assert dag.catchup is True
+    tt = coerce_to_core_timetable(dag.timetable)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    first = tt.next_dagrun_info(last_automated_data_interval=None,
+                                restriction=TimeRestriction(earliest=start, latest=None,
+                                                            catchup=True))
+    assert first.data_interval.start == start
+    assert first.data_interval.end - first.data_interval.start == timedelta(hours=24)
+    nxt = tt.next_dagrun_info(last_automated_data_interval=DataInterval(*first.data_interval),
+                              restriction=TimeRestriction(earliest=start, latest=None,
+                                                          catchup=True))
+    assert nxt.data_interval.start == first.data_interval.end
+    assert nxt.data_interval.end - nxt.data_interval.start == timedelta(hours=24)
+    assert nxt.data_interval.start.utcoffset() == timedelta(0)
+
+
+def test_backfill_is_manual_with_params(dagbag):
+    dag = dagbag.dags["delivery_audit_backfill"]
+    assert dag.timetable.__class__.__name__ == "NullTimetable"
+    assert {"start", "end", "topics", "groups", "grace_minutes",
+            "report_prefix"} <= set(dag.params.keys())
+
+
+@pytest.mark.parametrize("conf, ok", [
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z"}, True),
+    ({"start": "2026-11-19T00:00:00+02:00", "end": "2026-11-20", "report_prefix": "inc/INC-42",
+      "topics": ["orders"], "groups": ["billing"], "grace_minutes": 30}, True),
+    ({"start": "yesterday", "end": "2026-11-19T02:00:00Z"}, False),
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z",
+      "report_prefix": "../etc"}, False),
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z",
+      "report_prefix": "/abs"}, False),
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z",
+      "report_prefix": "a b;rm"}, False),
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z",
+      "topics": ["bad topic"]}, False),
+    ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z",
+      "grace_minutes": -5}, False),
+])
+def test_backfill_params_schema(dagbag, conf, ok):
+    from airflow.sdk.definitions.param import ParamsDict
+
+    params = ParamsDict(dagbag.dags["delivery_audit_backfill"].params)
+    if ok:
+        params.update(conf)
+        params.validate()
+    else:
+        with pytest.raises(Exception):  # noqa: B017 - ParamValidationError / ValueError
+            params.update(conf)
+            params.validate()
+
+
+def test_backfill_runtime_validation():
+    from delivery_audit_airflow.plan import PlanError, validate_backfill
+
+    ok = validate_backfill({"start": "2026-11-19T00:00:00Z", "end": "2026-11-26T00:00:00Z",
+                            "groups": "a,b", "report_prefix": "x/y"}, max_days=7)
+    assert ok["end"] - ok["start"] == timedelta(days=7) and ok["groups"] == ["a", "b"]
+    bad = [
+        {"start": "2026-11-19T02:00:00Z", "end": "2026-11-19T02:00:00Z"},  # empty
+        {"start": "2026-11-19T03:00:00Z", "end": "2026-11-19T02:00:00Z"},  # reversed
+        {"start": "2026-11-19T00:00:00Z", "end": "2026-11-26T00:00:01Z"},  # > 7 days
+        {"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T01:00:00Z", "report_prefix": "a/.."},
+        {"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T01:00:00Z", "report_prefix": "a//b"},
+        {"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T01:00:00Z",
+         "report_prefix": "a%2F..%2Fb"},
+        {"start": None, "end": "2026-11-19T01:00:00Z"},
+    ]
+    for params in bad:
+        with pytest.raises(PlanError):
+            validate_backfill(params, max_days=7)
+    # the maximum comes from the Variable
+    with pytest.raises(PlanError):
+        validate_backfill({"start": "2026-11-19T00:00:00Z", "end": "2026-11-20T00:00:01Z"},
+                          max_days=1)
+
+
+def _settings(**values):
+    from delivery_audit_airflow.settings import VARIABLES, Settings
+
+    return Settings({name: values.get(name, default) for name, (default, _) in VARIABLES.items()})
+
+
+def test_plan_renders_templates_and_args():
+    from delivery_audit_airflow.plan import build_plan, job_args
+
+    s = _settings(data_root="s3://lake/kafka", report_root="s3://reports/audit",
+                  sends="{data_root}/sends/dt={ds}/*.jsonl", events="",
+                  ledger="{data_root}/ledger/dt={{{prev_ds},{ds},{next_ds}}}/*.jsonl",
+                  config_file="/etc/audit.yaml", grace="2h")
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1), settings=s)
+    assert plan["sources"]["sends"] == "s3://lake/kafka/sends/dt=2026-11-19/*.jsonl"
+    assert plan["sources"]["ledger"] == \
+        "s3://lake/kafka/ledger/dt={2026-11-18,2026-11-19,2026-11-20}/*.jsonl"
+    assert plan["sources"]["events"] is None
+    assert plan["report_dir"] == \
+        "s3://reports/audit/dt=2026-11-19/20261119T000000Z_20261120T000000Z"
+    args = job_args(plan, plan["config_file"])
+    assert args[args.index("--grace") + 1] == "120m"
+    assert args[args.index("--out") + 1] == "s3://reports/audit"
+    assert args[-3:] == ["--stage", "all", "--no-notify"] and "--events" not in args
+    assert args[args.index("--start") + 1] == "2026-11-19T00:00:00Z"
+
+
+def test_plan_window_dir_matches_the_job():
+    from delivery_audit_airflow.plan import build_plan
+
+    from delivery_audit.window import AuditWindow
+
+    start, end = datetime(2026, 11, 19, 10, tzinfo=UTC), datetime(2026, 11, 19, 12, tzinfo=UTC)
+    plan = build_plan(start=start, end=end, settings=_settings(report_root="/r"),
+                      request={"report_prefix": "inc/1", "grace_minutes": 0.0})
+    assert plan["report_dir"] == "/r/inc/1/" + AuditWindow(start, end).relative_dir
+    assert plan["window"]["grace_minutes"] == 0.0
+
+
+def test_bad_template_is_reported():
+    from delivery_audit_airflow.plan import build_plan
+
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    with pytest.raises(ValueError, match="delivery_audit_sends"):
+        build_plan(start=start, end=start + timedelta(days=1),
+                   settings=_settings(sends="{root}/sends/*.jsonl"))
+
+
+def test_glob_matching(tmp_path):
+    from delivery_audit_airflow import uris
+
+    (tmp_path / "sends" / "dt=2026-11-19").mkdir(parents=True)
+    (tmp_path / "sends" / "dt=2026-11-19" / "part-0.jsonl").write_text("{}\n")
+    assert uris.glob_matches(f"{tmp_path}/sends/dt=*/*.jsonl*")
+    assert not uris.glob_matches(f"{tmp_path}/broker/dt=*/*.jsonl*")
+    rx = uris._glob_regex("p/dt=*/part-?.jsonl")
+    assert rx.fullmatch("p/dt=2026-11-19/part-0.jsonl")
+    assert not rx.fullmatch("p/dt=2026-11-19/x/part-0.jsonl")
+
+
+def test_backfill_selection_becomes_job_options():
+    from delivery_audit_airflow.plan import build_plan, job_args
+
+    start = datetime(2026, 11, 19, 10, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(hours=2), settings=_settings(),
+                      request={"topics": ["orders", "payments"], "groups": ["billing"]})
+    args = job_args(plan, None)
+    assert args.count("--topic") == 2 and args[args.index("--group") + 1] == "billing"
+    assert "--config" not in args
+
+
+def test_dag_files_import_nothing_heavy():
+    import subprocess
+
+    code = ("import runpy, sys\n"
+            "for f in ('dags/delivery_audit_daily.py', 'dags/delivery_audit_backfill.py'):\n"
+            "    runpy.run_path(f)\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', "
+            "'great_expectations', 'boto3', 'pandas') or m.startswith('delivery_audit.')]\n"
+            "print(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ}, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"):
+    import json
+
+    from delivery_audit_airflow.plan import build_plan
+
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1),
+                      settings=_settings(report_root=str(tmp_path)))
+    d = Path(plan["report_dir"])
+    d.mkdir(parents=True)
+    (d / "report.json").write_text(json.dumps({
+        "window": {"id": wid}, "verdict": {"verdict": verdict, "reasons": ["r"]},
+        "anomalies": {"lost_acked": {"count": 3, "severity": "critical"},
+                      "skipped": {"count": 0, "severity": "high"}}}))
+    (d / "report.html").write_text("<html/>")
+    (d / "_manifest.json").write_text(json.dumps({
+        "window_id": wid, "files": [{"path": "report.json"}, {"path": "report.html"}]}))
+    return plan, d
+
+
+def test_check_report_reads_the_published_report(tmp_path):
+    from delivery_audit_airflow.group import check_report
+
+    plan, _ = _published(tmp_path)
+    summary = check_report.function(plan, {"exit_code": 0})
+    assert summary["verdict"] == "warn" and summary["anomalies"] == {"lost_acked": 3}
+
+
+def test_check_report_fails_without_manifest_or_for_another_window(tmp_path):
+    from delivery_audit_airflow.group import check_report
+
+    plan, d = _published(tmp_path / "a", wid="20261118T000000Z_20261119T000000Z")
+    with pytest.raises(ValueError, match="window"):
+        check_report.function(plan, {"exit_code": 0})
+    plan, d = _published(tmp_path / "b")
+    (d / "report.html").unlink()
+    with pytest.raises(FileNotFoundError, match="missing"):
+        check_report.function(plan, {"exit_code": 0})
+    (d / "_manifest.json").unlink()
+    with pytest.raises(FileNotFoundError, match="manifest"):
+        check_report.function(plan, {"exit_code": 0})
+
+
+def test_check_report_rejects_exit_3_without_fail_verdict(tmp_path):
+    from delivery_audit_airflow.group import check_report
+
+    plan, _ = _published(tmp_path, verdict="pass")
+    with pytest.raises(ValueError, match="exited 3"):
+        check_report.function(plan, {"exit_code": 3})
+
+
+def test_plugin_manager_skips_the_package():
+    """plugins/.airflowignore: the package is imported via sys.path, never as plugin files."""
+    from airflow._shared.module_loading import find_path_from_directory
+
+    assert list(find_path_from_directory(str(REPO / "plugins"), ".airflowignore", "glob")) == []

@@ -1,0 +1,148 @@
+# ruff: noqa: E501  (verbatim tool output and log lines)
+"""Consumer client logs and broker GroupCoordinator logs → events (contract §6).
+
+The Spring Kafka and coordinator lines are verbatim from the incident write-ups in
+/work/shared/seeds (000 and 001)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from delivery_audit.adapters import convert
+from delivery_audit.adapters.client_log import partitions_of
+from delivery_audit.config import AuditConfig
+
+SPRING = """\
+11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] WARN  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Synchronous auto-commit of offsets {fans-push-9=OffsetAndMetadata{offset=103226, metadata=''}, fans-push-0=OffsetAndMetadata{offset=135409, metadata=''}, fans-push-1=OffsetAndMetadata{offset=103491, metadata=''}} failed: Commit cannot be completed since the group has already rebalanced and assigned the partitions to another member. This means that the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time message processing. You can address this either by increasing the session timeout or by reducing the maximum size of batches returned in poll() with max.poll.records.
+11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Revoking previously assigned partitions [fans-push-9, fans-push-0, fans-push-1]
+11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.s.k.l.KafkaMessageListenerContainer - partitions revoked: [fans-push-9, fans-push-0, fans-push-1]
+11:15:04.300 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.AbstractCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Successfully joined group with generation Generation{generationId=12, memberId='consumer-2-0f1e', protocol='range'}
+11:15:04.310 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Adding newly assigned partitions: fans-push-3, fans-push-4
+11:15:05.000 [main] INFO  com.example.App - started in 3.2 seconds
+"""
+
+JAVA_POLL = """\
+2024-03-01 10:00:00,100 WARN [kafka-coordinator-heartbeat-thread | orders] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time processing messages. You can address this either by increasing max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with max.poll.records.
+2024-03-01 10:00:00,105 INFO [kafka-coordinator-heartbeat-thread | orders] o.a.k.c.c.i.AbstractCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] Member consumer-orders-1-5a4b sending LeaveGroup request to coordinator broker:9092 (id: 2147483646 rack: null) due to consumer poll timeout has expired.
+2024-03-01 10:00:09,000 ERROR [main] c.e.Worker - commit failed
+org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has already rebalanced and assigned the partitions to another member.
+\tat org.apache.kafka.clients.consumer.internals.ConsumerCoordinator.sendOffsetCommitRequest(ConsumerCoordinator.java:1109)
+2024-03-01 10:00:10,000 INFO [main] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] Lost previously assigned partitions orders-0, orders-1
+"""
+
+KAFKA_PYTHON = """\
+2019-07-17 15:20:30,000 - kafka.coordinator.consumer - INFO - Revoking previously assigned partitions {TopicPartition(topic='answer', partition=0), TopicPartition(topic='answer', partition=1)} for group answer_action
+2019-07-17 15:20:31,000 - kafka.coordinator - WARNING - Heartbeat poll expired, leaving group
+2019-07-17 15:20:40,000 - kafka.coordinator.consumer - INFO - Setting newly assigned partitions {TopicPartition(topic='answer', partition=1)} for group answer_action
+"""
+
+SERVER_LOG = """\
+[2019-07-17 15:20:37,266] INFO [GroupCoordinator 0]: Preparing to rebalance group answer_action with old generation 741 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
+[2019-07-17 15:20:37,266] INFO [GroupCoordinator 0]: Group answer_action with generation 742 is now empty (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
+[2019-07-17 15:21:37,662] INFO [GroupCoordinator 0]: Preparing to rebalance group answer_action with old generation 742 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
+[2019-07-17 15:22:07,663] INFO [GroupCoordinator 0]: Stabilized group answer_action generation 743 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
+[2019-07-17 15:22:07,664] INFO [GroupCoordinator 0]: Assignment received from leader for group answer_action for generation 743 (kafka.coordinator.group.GroupCoordinator)
+[2019-07-17 15:22:37,664] INFO [GroupCoordinator 0]: Member kafka-python-1.3.5-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f in group answer_action has failed, removing it from the group (kafka.coordinator.group.GroupCoordinator)
+[2023-01-01 10:00:00,000] INFO [GroupCoordinator 1]: Preparing to rebalance group orders in state PreparingRebalance with old generation 5 (__consumer_offsets-12) (reason: Removing member consumer-orders-1-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f on LeaveGroup; client reason: consumer poll timeout has expired.) (kafka.coordinator.group.GroupCoordinator)
+[2023-01-01 10:00:01,000] INFO [GroupCoordinator 1]: Member[group.instance.id None, member.id consumer-orders-2-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f] has left group orders through explicit `LeaveGroup`; client reason: the consumer is being closed (kafka.coordinator.group.GroupCoordinator)
+[2023-01-01 10:00:02,000] INFO [LogLoader partition=orders-0] Loading producer state (kafka.log.UnifiedLog$)
+"""
+
+
+def _events(tmp_path, fmt, text, config=None, name="app.log"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    out, counts = convert(fmt, "events", [str(path)], [name], tmp_path / "out",
+                          config or AuditConfig())
+    rows = [json.loads(x) for p in out for x in Path(p).read_text().splitlines()]
+    return rows, counts
+
+
+def test_partition_lists():
+    assert partitions_of("[fans-push-9, fans-push-0]") == [("fans-push", 9), ("fans-push", 0)]
+    assert partitions_of("my-topic-1, my-topic-12") == [("my-topic", 1), ("my-topic", 12)]
+    assert partitions_of("{TopicPartition(topic='a', partition=3)} for group g") == [("a", 3)]
+    assert partitions_of("[]") == []
+
+
+def test_spring_kafka_seed_lines(tmp_path):
+    cfg = AuditConfig.from_dict({"adapters": {"date": "2026-11-19"}})
+    rows, counts = _events(tmp_path, "client-log", SPRING, cfg)
+    assert all("__error" not in r for r in rows)
+    got = [(r["event"], r["topic"], r["partition"], r["offset"]) for r in rows]
+    assert got == [
+        ("commit_failed", "fans-push", 9, 103226), ("commit_failed", "fans-push", 0, 135409),
+        ("commit_failed", "fans-push", 1, 103491),
+        ("revoked", "fans-push", 9, None), ("revoked", "fans-push", 0, None),
+        ("revoked", "fans-push", 1, None),
+        ("joined_group", None, None, None),
+        ("assigned", "fans-push", 3, None), ("assigned", "fans-push", 4, None)]
+    assert {(r["group_id"], r["member_id"]) for r in rows} == {("fans-push-service", "consumer-2")}
+    assert rows[0]["ts"] == 1795086904278  # 2026-11-19T11:15:04.278Z
+    assert rows[0]["detail"].startswith("Commit cannot be completed since the group has")
+    assert rows[0]["__line"] == 1 and rows[3]["__line"] == 2
+    assert rows[6]["generation"] == 12 and rows[7]["generation"] == 12
+    # Spring's "partitions revoked:" echoes the client's revoke: written once
+    assert counts["duplicate_log_events"] == 3
+    assert counts["skipped_lines"] == 1
+
+
+def test_time_only_lines_without_a_day_are_error_rows(tmp_path):
+    rows, _ = _events(tmp_path, "client-log", SPRING)
+    bad = [r for r in rows if "__error" in r]
+    assert len(bad) == 5 and "adapters.date" in bad[0]["__error"]
+    assert bad[0]["__raw"].startswith("11:15:04.278")
+    # the day may also come from the audit window
+    path = tmp_path / "w.log"
+    path.write_text(SPRING, encoding="utf-8")
+    from delivery_audit.window import AuditWindow
+
+    out, _ = convert("client-log", "events", [str(path)], ["w.log"], tmp_path / "o2",
+                     AuditConfig(), window=AuditWindow.of("2026-11-19T00:00:00Z",
+                                                          "2026-11-20T00:00:00Z"))
+    first = json.loads(Path(out[0]).read_text().splitlines()[0])
+    assert first["ts"] == 1795086904278
+
+
+def test_java_poll_timeout_leave_and_exception_lines(tmp_path):
+    rows, counts = _events(tmp_path, "client-log", JAVA_POLL)
+    got = [(r["event"], r["member_id"], r["group_id"], r["partition"], r["detail"][:12]
+            if r["detail"] else None) for r in rows]
+    assert got == [
+        ("left_group", "consumer-orders-1", "orders", None, "poll timeout"),
+        ("commit_failed", "consumer-orders-1", "orders", None, "Commit canno"),
+        ("lost", "consumer-orders-1", "orders", 0, None),
+        ("lost", "consumer-orders-1", "orders", 1, None)]
+    assert counts["duplicate_log_events"] == 1  # the LeaveGroup line repeats the leave
+    assert rows[1]["__line"] == 4 and rows[1]["ts"] == rows[1]["ts"] // 1 == 1709287209000
+
+
+def test_kafka_python_lines(tmp_path):
+    rows, _ = _events(tmp_path, "client-log", KAFKA_PYTHON, name="worker-7.log")
+    got = [(r["event"], r["group_id"], r["member_id"], r["partition"], r["detail"])
+           for r in rows]
+    assert got == [("revoked", "answer_action", "worker-7", 0, None),
+                   ("revoked", "answer_action", "worker-7", 1, None),
+                   ("left_group", "answer_action", "worker-7", None, "poll timeout"),
+                   ("assigned", "answer_action", "worker-7", 1, None)]
+
+
+def test_coordinator_seed_lines(tmp_path):
+    rows, counts = _events(tmp_path, "coordinator-log", SERVER_LOG, name="server.log")
+    got = [(r["event"], r["group_id"], r["member_id"], r["generation"]) for r in rows]
+    assert got == [
+        ("revoked", "answer_action", None, 741), ("revoked", "answer_action", None, 742),
+        ("revoked", "answer_action", None, 742), ("assigned", "answer_action", None, 743),
+        ("left_group", "answer_action", "kafka-python-1.3.5", None),
+        ("revoked", "orders", None, 5), ("left_group", "orders", "consumer-orders-1", None),
+        ("left_group", "orders", "consumer-orders-2", None)]
+    assert rows[0]["ts"] == 1563376837266 and rows[0]["__line"] == 1
+    assert rows[4]["detail"].startswith("session timeout")
+    assert "3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f" in rows[4]["detail"]
+    assert rows[6]["detail"].startswith("poll timeout")
+    assert rows[7]["detail"].startswith("LeaveGroup: the consumer is being closed")
+    assert counts["skipped_lines"] == 2
+    keep = AuditConfig.from_dict({"adapters": {"member_uuid": "keep"}})
+    rows, _ = _events(tmp_path, "coordinator-log", SERVER_LOG, keep, name="server.log")
+    assert rows[4]["member_id"] == "kafka-python-1.3.5-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f"

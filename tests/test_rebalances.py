@@ -1,0 +1,141 @@
+"""Rebalance forensics and advice (contract §5) on tiny canonical frames.
+
+One prepare + one rebalance_report for all cases (module fixture); each case is its own
+group and topic.
+"""
+
+from __future__ import annotations
+
+import pytest
+from frames import END, START, Log
+
+from delivery_audit.config import AuditConfig
+from delivery_audit.detection.prepared import prepare
+from delivery_audit.rebalances import advice, group_settings
+from delivery_audit.window import AuditWindow
+
+
+def _at(seconds: float) -> str:
+    """10:00:00 + seconds, as an ISO time on the audited day (ms precision)."""
+    total_ms = int(round(seconds * 1000))
+    h, rem = divmod(36_000_000 + total_ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    s, ms = divmod(rem, 1000)
+    return f"2026-11-19T{h:02d}:{m:02d}:{s:02d}.{ms:03d}Z"
+
+
+def build() -> tuple[Log, AuditConfig]:
+    log = Log()
+    # fans: the seed-000 incident: 1,500 ms per record, 500 per poll, 300 s interval
+    for o in range(5):
+        log.message(o, topic="fans", group="fans", member="f1")
+        log.ledger[-1].update(started_ts=_at(o * 2), finished_ts=_at(o * 2 + 1.5))
+
+    # poll: p1 processes a 10-record batch back to back (10 × 1.5 s = 15 s > 10 s
+    # interval), leaves without a reason; p2 takes over and reprocesses offset 9
+    for o in range(10):
+        log.message(o, topic="poll", group="poll", member="p1")
+        log.ledger[-1].update(started_ts=_at(o * 1.5), finished_ts=_at(o * 1.5 + 1.49))
+    log.event("assigned", _at(-5), group="poll", member="p1", topic="poll")
+    log.event("left_group", _at(15.2), group="poll", member="p1", topic=None, partition=None)
+    log.event("revoked", _at(15.3), group="poll", member="p2", topic="poll")
+    log.event("assigned", _at(18), group="poll", member="p2", topic="poll")
+    log.process(9, topic="poll", group="poll", member="p2", at=_at(19), done=_at(20))
+    # the zombie p1 learns late: its commit fails after the rebalance ended
+    log.event("commit_failed", _at(25), group="poll", member="p1", topic="poll",
+              detail="Commit cannot be completed since the group has already rebalanced")
+
+    # sess: s1 is removed by the coordinator; s2 goes silent for 2 minutes
+    log.message(0, topic="sess", group="sess", member="s1")
+    log.message(1, topic="sess", group="sess", member="s2", partition=0)
+    log.event("assigned", "09:00:00", group="sess", member="s1", topic="sess")
+    log.event("assigned", "09:00:00", group="sess", member="s2", topic="sess", partition=1)
+    log.event("left_group", "10:00:30", group="sess", member="s1", topic=None, partition=None,
+              detail="session timeout (coordinator: member has failed)")
+    log.event("left_group", "10:02:03", group="sess", member="s2", topic=None, partition=None)
+    log.event("assigned", "10:02:10", group="sess", member="s3", topic="sess")
+
+    # inf: no events; the partition moves from i1 to i2 -> one inferred rebalance
+    for o in range(3):
+        log.message(o, topic="inf", group="inf", member="i1")
+    for o in range(3, 6):
+        log.message(o, topic="inf", group="inf", member="i2")
+        log.ledger[-1].update(started_ts="10:10:00", finished_ts="10:10:01")
+    config = AuditConfig.from_dict({"groups": {
+        "fans": {"max.poll.records": 500, "max.poll.interval.ms": 300000,
+                 "session.timeout.ms": 10000, "heartbeat.interval.ms": 10000},
+        "poll": {"max.poll.records": 10, "max.poll.interval.ms": 10000,
+                 "session.timeout.ms": 10000, "heartbeat.interval.ms": 3000},
+        "sess": {"session.timeout.ms": 45000},
+        "inf": {},
+    }})
+    return log, config
+
+
+@pytest.fixture(scope="module")
+def report(spark):
+    from delivery_audit.rebalances import rebalance_report
+
+    log, config = build()
+    window = AuditWindow.of(START, END)
+    p = prepare(spark, log.frames(spark), window, config)
+    return rebalance_report(spark, p, config)
+
+
+def test_fans_advice_500_records_of_1500ms_against_300s(report):
+    fans = report["fans"]
+    assert fans["processing_ms"]["p99"] == 1500
+    mpr = next(a for a in fans["advice"] if a["setting"] == "max.poll.records")
+    assert mpr["current"] == 500 and mpr["advised"] == 100 and mpr["ok"] is False
+    for text in ("1,500 ms", "500", "750,000 ms (750 s)", "300,000", "far above",
+                 "floor(300,000 / 2 / 1,500) = 100"):
+        assert text in mpr["reason"], (text, mpr["reason"])
+    hb = next(a for a in fans["advice"] if a["setting"] == "heartbeat.interval.ms")
+    assert hb["ok"] is False and hb["advised"] == 3333 and "10,000 / 3" in hb["reason"]
+    assert fans["rebalance_count"] == 0 and fans["source"] == "none"
+
+
+def test_advice_arithmetic_directly():
+    from delivery_audit.config import AuditConfig
+
+    cfg = AuditConfig.from_dict({"groups": {"g": {"max.poll.records": 500,
+                                                  "max.poll.interval.ms": 300000}}})
+    out = advice(group_settings(cfg, "g"), 1500)
+    assert out[0]["advised"] == 100
+    assert advice(group_settings(cfg, "g"), 100)[0]["ok"] is True  # 50 s batch < 150 s
+    slow = advice(group_settings(cfg, "g"), 200_000)
+    assert slow[0]["setting"] == "max.poll.interval.ms" and slow[0]["advised"] == 400_000
+
+
+def test_poll_interval_eviction_rebalance_and_linked_redelivery(report):
+    poll = report["poll"]
+    assert poll["source"] == "events"
+    assert poll["rebalance_count"] == 1
+    counted = [r for r in poll["timeline"] if r["kind"] == "rebalance"]
+    r = counted[0]
+    assert r["start"] == _at(15.2) and r["end"] == _at(18) and r["duration_ms"] == 2800
+    assert r["members_out"] == ["p1"] and r["members_in"] == ["p2"]
+    assert r["zombie_events"] == 1 and r["redeliveries"] == 1
+    assert poll["redeliveries_linked"] == 1
+    (ev,) = poll["evictions"]
+    assert ev["member_id"] == "p1" and ev["diagnosis"] == "poll_interval_exceeded"
+    assert "max.poll.interval.ms 10,000" in ev["evidence"]
+    assert "10 back-to-back processing attempts" in ev["evidence"]
+
+
+def test_session_timeout_diagnoses(report):
+    sess = {e["member_id"]: e for e in report["sess"]["evictions"]}
+    assert sess["s1"]["diagnosis"] == "session_timeout"
+    assert "has failed" in sess["s1"]["evidence"]
+    assert sess["s2"]["diagnosis"] == "session_timeout"
+    assert "silent for 120,000 ms" in sess["s2"]["evidence"]
+    assert "session.timeout.ms 45,000" in sess["s2"]["evidence"]
+
+
+def test_inferred_from_ledger_member_change(report):
+    inf = report["inf"]
+    assert inf["source"].startswith("inferred")
+    assert inf["rebalance_count"] == 1
+    (r,) = inf["timeline"]
+    assert r["inferred"] and r["members_out"] == ["i1"] and r["members_in"] == ["i2"]
+    assert r["partitions"] == ["inf-0"]
