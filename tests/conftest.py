@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -19,3 +20,8 @@ def spark():
                               "spark.default.parallelism": "2"})
     yield session
     session.stop()
+
+
+# py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
+# pytest closed its streams; keep it quiet.
+logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from ..config import AuditConfig
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
-from .dedup import mark_duplicates
+from .dedup import mark_duplicates, with_fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
 from .parsing import parse_tokens
 from .tokens import read_tokens, uses_row_index
@@ -103,13 +103,17 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
         raise InputError(f"{source}: cannot read {', '.join(resolved.origins[:3])}"
                          f"{' …' if len(resolved.origins) > 3 else ''}: "
                          f"{str(exc).splitlines()[0][:300]}") from exc
-    parsed = parse_tokens(rows, source)
-    parsed = mark_duplicates(parsed, source)
+    parsed = with_fingerprint(parse_tokens(rows, source), source)
     names = [f.name for f in FIELDS[source]]
-    tagged = (
+    # keep the parsed rows (raw text only where needed); duplicates are marked on top
+    kept = (
         parsed.select(
-            "_file", "_block", "_pos", "_reason", "_dup_file", "_dup_block", "_dup_pos",
+            "_file", "_block", "_pos", "_reason", "_fp",
             F.when(F.col("_reason").isNotNull(), F.col("_raw")).alias("_raw"), *names)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    tagged = (
+        mark_duplicates(kept, source)
         .withColumn("_status", _status_column(source, window, config))
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
@@ -129,6 +133,7 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
             f"{counts['rows_valid']} + quarantined {counts['rows_quarantined']}")
     valid = (tagged.filter(F.col("_status") == "valid")
              .select(*[F.col(n) for n in names]))
+    kept.unpersist()
     quarantine = _quarantine_rows(spark, tokens, fmt, tagged, source, resolved) \
         if counts["rows_quarantined"] else empty_quarantine(spark)
     return Ingested(source, valid, quarantine, counts, resolved.origins, resolved.bytes)
