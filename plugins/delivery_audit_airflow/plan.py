@@ -25,22 +25,17 @@ class PlanError(ValueError):
 
 
 def parse_instant(text: Any, what: str) -> datetime:
-    if isinstance(text, datetime):
-        dt = text
-    else:
-        s = str(text or "").strip()
-        if not re.match(ISO_PATTERN, s):
-            raise PlanError(f"{what}: {text!r} is not an ISO-8601 instant "
-                            "(e.g. 2026-11-19T00:00:00Z)")
-        if s.endswith("Z"):
-            s = s[:-1] + "+00:00"
-        try:
-            dt = datetime.fromisoformat(s)
-        except ValueError as exc:
-            raise PlanError(f"{what}: {text!r} is not a valid instant: {exc}") from exc
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    """An ISO-8601 instant (offset honoured, none = UTC) as aware UTC; the rules are
+    delivery_audit.window's, imported here at task time (DAG parsing stays light)."""
+    from delivery_audit.window import parse_instant as parse
+
+    if not isinstance(text, datetime) and not re.match(ISO_PATTERN, str(text or "").strip()):
+        raise PlanError(f"{what}: {text!r} is not an ISO-8601 instant "
+                        "(e.g. 2026-11-19T00:00:00Z)")
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise PlanError(f"{what}: {text!r} is not a valid instant: {exc}") from exc
 
 
 def _names(value: Any, what: str) -> list[str]:

@@ -35,7 +35,6 @@ log = logging.getLogger("delivery_audit")
 
 EXIT_OK = 0
 EXIT_INPUT = 1
-EXIT_INVALID_INPUT = 2
 EXIT_FAIL = 3
 
 

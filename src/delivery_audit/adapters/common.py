@@ -326,3 +326,16 @@ def key_text(value: Any) -> tuple[str | None, bool]:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value), True
     return None, False
+
+
+def json_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, text, object) of each JSON-object line of a tool's output; a blank line
+    is skipped, any other line becomes an error row."""
+    for n, line in open_lines(path):
+        if not line.strip():
+            continue
+        obj, why = json_object(line)
+        if obj is None:
+            w.error(n, why or "not a JSON object", line)
+            continue
+        yield n, line, obj

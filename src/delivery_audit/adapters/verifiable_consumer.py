@@ -13,7 +13,7 @@ the source being converted and is skipped.
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, extract_seq, json_object, key_text, open_lines
+from .common import Options, RowWriter, as_int, extract_seq, json_lines, key_text
 
 SOURCES = ("ledger", "events")
 DEFAULT_GROUP = "verifiable-consumer"
@@ -29,13 +29,7 @@ def _partitions(obj: dict, field: str) -> list[dict] | None:
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     group = opts.group or DEFAULT_GROUP
     member = opts.member_for(origin)
-    for n, line in open_lines(path):
-        if not line.strip():
-            continue
-        obj, why = json_object(line)
-        if obj is None:
-            w.error(n, why or "not a JSON object", line)
-            continue
+    for n, line, obj in json_lines(path, w):
         name = obj.get("name")
         ts = as_int(obj.get("timestamp"))
         wanted = ("record_data",) if source == "ledger" else (

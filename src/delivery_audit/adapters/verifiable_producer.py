@@ -10,7 +10,7 @@ logs when the callback fires). ``startup_complete``, ``tool_data`` and
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, extract_seq, json_object, key_text, open_lines
+from .common import Options, RowWriter, as_int, extract_seq, json_lines, key_text
 
 SOURCES = ("sends",)
 NOT_ROWS = ("startup_complete", "shutdown_complete", "tool_data")
@@ -18,13 +18,7 @@ NOT_ROWS = ("startup_complete", "shutdown_complete", "tool_data")
 
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     producer = opts.producer_id or None
-    for n, line in open_lines(path):
-        if not line.strip():
-            continue
-        obj, why = json_object(line)
-        if obj is None:
-            w.error(n, why or "not a JSON object", line)
-            continue
+    for n, line, obj in json_lines(path, w):
         name = obj.get("name")
         if name in NOT_ROWS:
             w.count("skipped_lines")

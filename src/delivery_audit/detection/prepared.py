@@ -115,8 +115,7 @@ def identities(sends: DataFrame, copies: DataFrame, ranges: DataFrame,
     )
 
 
-def judged_groups(spark: SparkSession, ledger: DataFrame, events: DataFrame,
-                  config: AuditConfig) -> DataFrame:
+def judged_groups(spark: SparkSession, ledger: DataFrame, config: AuditConfig) -> DataFrame:
     """(group_id, topic) pairs: the groups judged (rule 9) and the topics each consumes."""
     seen_topics = ledger.select("group_id", "topic")
     configured = [(g.group_id, t) for g in config.groups for t in g.topics]
@@ -179,7 +178,7 @@ def prepare(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWind
     return Prepared(
         window=window, config=config, sends=sends, copies=copies, ranges=ranges,
         identities=ids, ledger=resolved, events=events.persist(),
-        group_topics=judged_groups(spark, ledger, events, config).persist(),
+        group_topics=judged_groups(spark, ledger, config).persist(),
         progress=progress(ledger, events).persist(),
         group_ids=groups,
     )

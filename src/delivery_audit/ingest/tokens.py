@@ -22,8 +22,6 @@ from pyspark.sql import types as T
 
 from ..schemas import FIELDS
 
-_ROW_INDEX_MODES = {"parquet"}
-
 
 def _variant_kind(type_col: Column) -> Column:
     return (
@@ -179,4 +177,4 @@ def read_tokens(spark: SparkSession, fmt: str, files: list[str], source: str) ->
 
 def uses_row_index(fmt: str) -> bool:
     """Parquet rows carry their index; text formats need the split table for line numbers."""
-    return fmt in _ROW_INDEX_MODES
+    return fmt == "parquet"
