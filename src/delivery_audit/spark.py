@@ -15,6 +15,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.ansi.enabled": "true",
+    # a JSON object with a repeated key: the last one wins, in both JSON readers
+    "spark.sql.variant.allowDuplicateKeys": "true",
 }
 
 

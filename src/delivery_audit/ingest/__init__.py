@@ -22,8 +22,8 @@ from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
 from .dedup import mark_duplicates, with_fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
-from .parsing import parse_tokens
-from .tokens import read_tokens, uses_row_index
+from .parsing import fast_accepted, fast_parse, parse_tokens
+from .tokens import exact_tokens, read_tokens, uses_row_index
 
 __all__ = ["Ingested", "InputError", "ingest", "resolve", "empty_source"]
 
@@ -103,7 +103,11 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
         raise InputError(f"{source}: cannot read {', '.join(resolved.origins[:3])}"
                          f"{' …' if len(resolved.origins) > 3 else ''}: "
                          f"{str(exc).splitlines()[0][:300]}") from exc
-    parsed = with_fingerprint(parse_tokens(rows, source), source)
+    # plainly valid rows are typed from their text; the rest by the strict rules
+    split = fast_accepted(rows, source)
+    fast = fast_parse(split.filter(F.col("_fast")), source)
+    strict = parse_tokens(exact_tokens(fmt, split.filter(~F.col("_fast")), source), source)
+    parsed = with_fingerprint(fast.unionByName(strict), source)
     names = [f.name for f in FIELDS[source]]
     # keep the parsed rows (raw text only where needed); duplicates are marked on top
     kept = (

@@ -123,6 +123,76 @@ def _source_rules(source: str) -> list[Column]:
     return []
 
 
+# -- the fast path ---------------------------------------------------------------------
+# Most rows are plainly valid: integers as digits, timestamps as epoch-ms digits or ISO
+# text starting with a year, strings that cannot be mistaken for another JSON kind. For
+# those the typed value is read straight from the value's text (whatever its JSON kind);
+# every other row goes through the strict rules above, which decide it. The fast path
+# only ever accepts a value the strict rules accept with the same typed value
+# (tests/test_fast_path.py checks the two agree on hostile rows).
+
+_PLAIN_DIGITS = r"^[0-9]{1,18}$"
+_ISO_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]"
+# text a non-string JSON value can render as: a number (also "Infinity" quoted),
+# a boolean, an object or an array
+_OTHER_KIND_TEXT = r'^[-0-9"{\[]|^(true|false)$'
+
+
+def _fast_value(f: Field, text: Column) -> tuple[Column, Column]:
+    """(accepted, value) for a present value's text; not accepted → the strict path."""
+    if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
+        ok = text.rlike(_PLAIN_DIGITS)
+        value = text.cast("long")
+        if f.kind.endswith("int"):
+            ok = ok & (F.length(text) < 10)
+        return ok, value
+    if f.kind == "timestamp":
+        digits = text.rlike(_PLAIN_DIGITS)
+        iso = F.when(~digits & text.rlike(_ISO_START), text.try_cast("timestamp"))
+        ms_ok = digits & (F.length(text) < 15)  # below _MS_MAX
+        value = F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, text.cast("long")))).otherwise(iso)
+        return value.isNotNull(), value
+    if f.kind == "enum":
+        lowered = F.lower(text)
+        ok = lowered.isin(*f.allowed)
+        return ok, lowered
+    if f.kind == "bool":
+        lowered = F.lower(text)
+        return lowered.isin("true", "false"), lowered == "true"
+    ok = ~text.rlike(_OTHER_KIND_TEXT) | text.rlike(_PLAIN_DIGITS)  # string, key
+    return ok, text
+
+
+def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
+    """Add ``_fast``: the row is plainly valid and is typed by :func:`fast_parse`."""
+    conds = [F.col("_err").isNull()]
+    for f in FIELDS[source]:
+        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        present = (k != "null") & (t != "")
+        ok, _ = _fast_value(f, t)
+        conds.append(F.when(present, ok).otherwise(F.lit(not f.required)))
+    if source == "sends":  # rule 3, as in _source_rules
+        present = {n: (F.col(f"{n}__k") != "null") & (F.col(f"{n}__s") != "")
+                   for n in ("status", "partition", "offset")}
+        conds.append((F.lower(F.col("status__s")) != "acked")
+                     | (present["partition"] & present["offset"]))
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = ok & F.coalesce(c, F.lit(False))
+    return tokens.withColumn("_fast", ok)
+
+
+def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
+    """Rows with ``_fast`` → the same columns as :func:`parse_tokens` (``_reason`` null)."""
+    typed = []
+    for f in FIELDS[source]:
+        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        _, value = _fast_value(f, t)
+        typed.append(F.when((k != "null") & (t != ""), value).cast(f.spark_type).alias(f.name))
+    return tokens.select("_file", "_block", "_pos", "_raw", *typed,
+                         F.lit(None).cast("string").alias("_reason"))
+
+
 def parse_tokens(tokens: DataFrame, source: str) -> DataFrame:
     """Token frame → canonical typed columns + position columns + _raw + _reason.
 

@@ -44,22 +44,56 @@ def _with_position(df: DataFrame) -> DataFrame:
     )
 
 
+_ADAPTER_FIELDS = ("__file", "__line", "__raw", "__error")
+
+
 def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    """JSON Lines. Lines written by an adapter (adapters/) may carry where they came from:
-    ``__file`` and ``__line`` (the original file and line), ``__raw`` (the original text)
-    and ``__error`` (why the adapter could not parse it); such rows get ``_block`` −1 and
+    """JSON Lines, read natively with every field as text (kinds are "null" or "string").
+
+    This is the cheap reading: it serves the fast path (parsing.fast_accepted), which
+    looks at a value's text only. Rows it does not accept are read again, exactly, by
+    :func:`variant_tokens`. ``_err`` is set when Spark's JSON reader rejects the line;
+    ``_text`` keeps the line for that second reading.
+
+    Lines written by an adapter (adapters/) may carry where they came from: ``__file``
+    and ``__line`` (the original file and line), ``__raw`` (the original text) and
+    ``__error`` (why the adapter could not parse it); such rows get ``_block`` −1 and
     ``_pos`` = line − 1, so their row number is known without the split table."""
+    names = [f.name for f in FIELDS[source]] + list(_ADAPTER_FIELDS) + ["_corrupt"]
+    schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
+               "allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
     raw = _with_position(spark.read.text(files))
-    v = F.expr("try_parse_json(value)")
-    parsed = raw.select(
-        "_file", "_block", "_pos",
-        (F.trim(F.col("value")) == F.lit("")).alias("_blank"),
-        F.col("value").alias("_text"),
-        v.alias("_v"),
+    parsed = raw.select("_file", "_block", "_pos", F.col("value").alias("_text"),
+                        F.from_json(F.col("value"), schema, options).alias("_j"))
+    j = {n: F.col(f"_j.{n}") for n in names}
+    origin_line = j["__line"].try_cast("bigint")
+    adapted = j["__file"].isNotNull() & origin_line.isNotNull()
+    err = (
+        F.when(F.col("_j").isNull() | j["_corrupt"].isNotNull()
+               | ~F.ltrim(F.col("_text")).startswith("{"), F.lit("rejected by the fast reader"))
+        .otherwise(j["__error"])
     )
-    origin_file = F.expr("try_variant_get(_v, '$.__file', 'string')")
-    origin_line = F.expr("try_variant_get(_v, '$.__line', 'bigint')")
-    adapted = origin_file.isNotNull() & origin_line.isNotNull()
+    cols: list[Column] = []
+    for f in FIELDS[source]:
+        cols.append(F.when(j[f.name].isNull(), F.lit("null")).otherwise(F.lit("string"))
+                    .alias(f"{f.name}__k"))
+        cols.append(j[f.name].alias(f"{f.name}__s"))
+    return parsed.select(
+        F.when(adapted, j["__file"]).otherwise(F.col("_file")).alias("_file"),
+        F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
+        F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
+        (F.trim(F.col("_text")) == F.lit("")).alias("_blank"),
+        F.coalesce(j["__raw"], F.col("_text")).alias("_raw"),
+        "_text", err.alias("_err"), *cols)
+
+
+def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
+    """The exact reading of JSON lines (``_text``): each field's JSON kind from Spark's
+    VARIANT (``try_parse_json`` + ``schema_of_variant``), so ``1.5``, ``true`` and
+    objects are told apart from strings. Keeps the position columns and ``_raw``."""
+    v = F.expr("try_parse_json(_text)")
+    parsed = rows.select("_file", "_block", "_pos", "_blank", "_raw", "_text", v.alias("_v"))
     err = (
         F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
         .when(~F.ltrim(F.col("_text")).startswith("{"), F.lit("not a JSON object"))
@@ -71,14 +105,7 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         cols.append(_variant_kind(F.expr(f"schema_of_variant(variant_get(_v, '{path}'))"))
                     .alias(f"{f.name}__k"))
         cols.append(F.expr(f"try_variant_get(_v, '{path}', 'string')").alias(f"{f.name}__s"))
-    return parsed.select(
-        F.when(adapted, origin_file).otherwise(F.col("_file")).alias("_file"),
-        F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
-        F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
-        "_blank",
-        F.coalesce(F.expr("try_variant_get(_v, '$.__raw', 'string')"), F.col("_text"))
-        .alias("_raw"),
-        err.alias("_err"), *cols)
+    return parsed.select("_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
 
 
 def _csv_groups(files: list[str]) -> dict[str, list[str]]:
@@ -173,6 +200,12 @@ READERS = {"jsonl": read_jsonl, "csv": read_csv, "parquet": read_parquet}
 
 def read_tokens(spark: SparkSession, fmt: str, files: list[str], source: str) -> DataFrame:
     return READERS[fmt](spark, list(files), source)
+
+
+def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
+    """Tokens with exact kinds for the strict path: JSON lines are read again through
+    VARIANT; CSV and Parquet kinds are exact already."""
+    return variant_tokens(rows, source) if fmt == "jsonl" else rows
 
 
 def uses_row_index(fmt: str) -> bool:
