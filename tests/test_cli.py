@@ -42,15 +42,20 @@ QUARANTINED = {"sends": 4, "broker": 4, "ledger": 3, "events": 3}
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
-    """One run: the ledger gzipped (gzip input), the broker as CSV, the rest JSON Lines."""
+    """One run: the ledger gzipped (gzip input), the broker as CSV, the rest JSON Lines.
+    The sends glob also matches a file in a date partition after the window's read bound:
+    pruned, so its garbage is never read."""
     tmp = tmp_path_factory.mktemp("cli")
     for name in ("sends.jsonl", "broker.csv", "events.jsonl"):
         shutil.copy(DATA / name, tmp / name)
+    late = tmp / "late" / "dt=2026-11-25"
+    late.mkdir(parents=True)
+    (late / "sends-late.jsonl").write_text("not JSON at all\n")
     with gzip.open(tmp / "ledger.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write((DATA / "ledger.jsonl").read_text(encoding="utf-8"))
     out = tmp / "reports"
     result = CliRunner().invoke(app, [
-        "run", "--sends", str(tmp / "*.jsonl").replace("*", "send*"),
+        "run", "--sends", str(tmp / "**" / "send*.jsonl"),
         "--broker", str(tmp / "broker.csv"), "--ledger", str(tmp / "ledger.jsonl.gz"),
         "--events", str(tmp / "events.jsonl"), *WINDOW, "--out", str(out)])
     report = json.loads((out / REPORT_DIR / "report.json").read_text())
@@ -86,6 +91,10 @@ def test_accounting_with_quarantine(audited, spark):
         assert i["rows_quarantined"] == n, source
         assert i["rows_read"] == i["rows_valid"] + i["rows_quarantined"]
     assert inputs["sends"]["rows_after_window"] == 1
+    # the dated file after the read bound was pruned, not read (pruning.py)
+    assert inputs["sends"]["files_pruned"] == 1
+    assert [Path(f).name for f in inputs["sends"]["files"]] == ["sends.jsonl"]
+    assert audited["report"]["window"]["partition_bounds"]["upper"] == "2026-11-20T01:00:00+00:00"
     rows = spark.read.parquet(str(audited["dir"] / "quarantine")).collect()
     by_source: dict[str, list] = {}
     for r in rows:

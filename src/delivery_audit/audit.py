@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from . import __version__
 from .config import AuditConfig
 from .detection import detect
-from .ingest import Ingested, InputError, empty_source, ingest, resolve
+from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve
 from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
 from .schemas import SOURCES
 from .window import AuditWindow
@@ -79,10 +79,11 @@ def _iso(dt: datetime) -> str:
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages) -> dict[str, Ingested]:
     out: dict[str, Ingested] = {}
+    bounds = read_bounds(req.window, req.config)
     for source in SOURCES:
         with stages.stage(f"ingest_{source}"):
             resolved = resolve(source, req.inputs.get(source), req.formats.get(source),
-                               required=source != "events")
+                               required=source != "events", bounds=bounds)
             out[source] = (ingest(spark, resolved, req.window, req.config) if resolved
                            else empty_source(spark, source))
     return out
@@ -101,7 +102,8 @@ def scope(frames: dict[str, DataFrame], topics: list[str]) -> dict[str, DataFram
 
 def _inputs_summary(ingested: dict[str, Ingested]) -> dict[str, Any]:
     return {
-        s: {**i.counts, "files": list(i.files), "bytes": i.bytes} for s, i in ingested.items()
+        s: {**i.counts, "files": list(i.files), "bytes": i.bytes, "files_pruned": i.pruned}
+        for s, i in ingested.items()
     }
 
 
@@ -152,7 +154,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
             group_topics.setdefault(r["group_id"], []).append(r["topic"])
     report = build_report(
         window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
-                "lookback_minutes": req.config.lookback_minutes},
+                "lookback_minutes": req.config.lookback_minutes,
+                "partition_bounds": read_bounds(req.window, req.config).describe()},
         run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
              "spark_version": spark.version, "spark_master": spark.sparkContext.master},
         inputs=_inputs_summary(ingested),

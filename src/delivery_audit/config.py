@@ -43,14 +43,18 @@ class AuditConfig:
     groups: tuple[GroupConfig, ...] = ()
     dump_ranges: tuple[DumpRange, ...] = ()
     lookback_minutes: float | None = None
+    # widen date/hour partitions by this much when pruning (arrival-time layouts)
+    partition_slack_minutes: float = 0.0
     # anomaly -> {"warn": n, "fail": n}; topic -> anomaly -> {"warn": n, "fail": n}
     thresholds: dict[str, dict[str, int]] = field(default_factory=dict)
     topic_thresholds: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     allow_critical: bool = False
     on_invalid_input: str = "quarantine"  # or "fail"
-    notifier: dict[str, Any] = field(default_factory=lambda: {"type": "log"})
+    # may hold a webhook URL: kept out of repr (tracebacks, logs); notify.describe() masks it
+    notifier: dict[str, Any] = field(default_factory=lambda: {"type": "log"}, repr=False)
+    # keys, member ids and producer ids shown as keyed pseudonyms (privacy.py)
     pseudonymise: bool = False
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def only_groups(self, group_ids: list[str]) -> AuditConfig:
         """The same config judging exactly these groups (settings kept where given)."""
@@ -87,14 +91,27 @@ class AuditConfig:
             groups=tuple(groups),
             dump_ranges=ranges,
             lookback_minutes=None if lookback is None else float(lookback),
+            partition_slack_minutes=float(data.get("partition_slack_minutes") or 0),
             thresholds=dict(data.get("thresholds") or {}),
             topic_thresholds=dict(data.get("topic_thresholds") or {}),
             allow_critical=bool(data.get("allow_critical", False)),
             on_invalid_input=on_invalid,
             notifier=dict(data.get("notifier") or {"type": "log"}),
-            pseudonymise=bool(data.get("pseudonymise", False)),
+            pseudonymise=_flag(data.get("pseudonymise", False), "pseudonymise"),
             raw=data,
         )
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A YAML/JSON boolean (or the strings true/false, yes/no, on/off, 1/0)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", "", "none"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
 def load_config(path: str | Path | None) -> AuditConfig:

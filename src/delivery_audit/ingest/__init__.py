@@ -9,7 +9,7 @@ bound are counted as ``rows_before_lookback``.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -22,10 +22,21 @@ from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
 from .dedup import mark_duplicates, with_fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
+from .pruning import Bounds
 from .parsing import fast_accepted, fast_parse, parse_tokens
 from .tokens import exact_tokens, read_tokens, uses_row_index
 
-__all__ = ["Ingested", "InputError", "ingest", "resolve", "empty_source"]
+__all__ = ["Bounds", "Ingested", "InputError", "ingest", "resolve", "empty_source",
+           "read_bounds"]
+
+
+def read_bounds(window: AuditWindow, config: AuditConfig) -> Bounds:
+    """The time span of rows the audit reads (contract rule 6), for partition pruning."""
+    lower = None
+    if config.lookback_minutes is not None:
+        lower = window.start - timedelta(minutes=config.lookback_minutes)
+    return Bounds(lower, window.read_until,
+                  timedelta(minutes=config.partition_slack_minutes))
 
 
 @dataclass
@@ -36,6 +47,7 @@ class Ingested:
     counts: dict[str, int] = field(default_factory=dict)
     files: tuple[str, ...] = ()
     bytes: int = 0
+    pruned: int = 0
 
 
 def _status_column(source: str, window: AuditWindow, config: AuditConfig):
@@ -87,6 +99,8 @@ def _row_numbers(spark: SparkSession, tokens: DataFrame, fmt: str, rows: DataFra
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
            config: AuditConfig) -> Ingested:
     source, fmt = resolved.source, resolved.fmt
+    if not resolved.files:  # every file pruned
+        return replace(empty_source(spark, source), pruned=resolved.pruned)
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
         from ..adapters import convert
@@ -140,7 +154,8 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
     kept.unpersist()
     quarantine = _quarantine_rows(spark, tokens, fmt, tagged, source, resolved) \
         if counts["rows_quarantined"] else empty_quarantine(spark)
-    return Ingested(source, valid, quarantine, counts, resolved.origins, resolved.bytes)
+    return Ingested(source, valid, quarantine, counts, resolved.origins, resolved.bytes,
+                    resolved.pruned)
 
 
 def _origin_map(resolved: ResolvedInput):

@@ -9,6 +9,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .pruning import Bounds, keep
+
 FORMATS = ("jsonl", "csv", "parquet")
 # Real-world formats (contract §6), converted to canonical JSON Lines by adapters/ first:
 # format name -> the sources it can feed.
@@ -33,6 +35,7 @@ class ResolvedInput:
     files: tuple[str, ...]  # local paths (staged copies for s3)
     origins: tuple[str, ...]  # what the user named (s3 URIs or local paths), same order
     bytes: int
+    pruned: int = 0  # files matched but skipped: their date/hour partition is out of bounds
 
 
 def detect_format(path: str) -> str:
@@ -82,7 +85,8 @@ def _split_s3(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def _expand_s3(pattern: str, stage_dir: Path, s3_client=None) -> list[tuple[str, str]]:
+def _expand_s3(pattern: str, stage_dir: Path, s3_client=None,
+               bounds: Bounds | None = None) -> tuple[list[tuple[str, str]], int]:
     import boto3
 
     client = s3_client or boto3.client("s3")
@@ -90,6 +94,7 @@ def _expand_s3(pattern: str, stage_dir: Path, s3_client=None) -> list[tuple[str,
     wildcard = next((i for i, c in enumerate(key_pattern) if c in "*?["), None)
     prefix = key_pattern if wildcard is None else key_pattern[:wildcard]
     out: list[tuple[str, str]] = []
+    pruned = 0
     try:
         paginator = client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
@@ -101,7 +106,9 @@ def _expand_s3(pattern: str, stage_dir: Path, s3_client=None) -> list[tuple[str,
                     matches = key == key_pattern or key.startswith(key_pattern.rstrip("/") + "/")
                 else:
                     matches = fnmatch.fnmatchcase(key, key_pattern)
-                if matches:
+                if matches and not keep(key, bounds):
+                    pruned += 1
+                elif matches:
                     local = stage_dir / bucket / key
                     local.parent.mkdir(parents=True, exist_ok=True)
                     client.download_file(bucket, key, str(local))
@@ -111,13 +118,16 @@ def _expand_s3(pattern: str, stage_dir: Path, s3_client=None) -> list[tuple[str,
             raise
         raise InputError(f"{pattern}: cannot list or download: {type(exc).__name__}: {exc}") \
             from exc
-    return sorted(out)
+    return sorted(out), pruned
 
 
 def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = None,
             required: bool = True, stage_dir: Path | None = None,
-            s3_client=None) -> ResolvedInput | None:
-    """Expand the patterns of one source to files; None for an absent optional source."""
+            s3_client=None, bounds: Bounds | None = None) -> ResolvedInput | None:
+    """Expand the patterns of one source to files; None for an absent optional source.
+
+    With ``bounds``, files whose date/hour partition lies outside them are skipped
+    (counted in ``pruned``; S3 objects are then not even downloaded)."""
     if isinstance(patterns, str):
         patterns = [patterns]
     patterns = [p for p in (patterns or []) if p]
@@ -127,20 +137,26 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
         return None
     origins: list[str] = []
     files: list[str] = []
+    pruned = 0
     for pattern in patterns:
         if pattern.startswith("s3://"):
             stage = stage_dir or Path(tempfile.mkdtemp(prefix="delivery-audit-stage-"))
-            pairs = _expand_s3(pattern, stage, s3_client)
+            pairs, skipped = _expand_s3(pattern, stage, s3_client, bounds)
             origins += [o for o, _ in pairs]
             files += [f for _, f in pairs]
         elif pattern.startswith("s3a://") or pattern.startswith("s3n://"):
             raise InputError(f"{pattern}: use s3:// URIs")
         else:
             found = _expand_local(pattern)
-            origins += found
-            files += found
-        if not files:
+            kept = [f for f in found if keep(f, bounds)]
+            skipped = len(found) - len(kept)
+            origins += kept
+            files += kept
+        pruned += skipped
+        if not files and not pruned:
             raise InputError(f"no files match {pattern!r} for {source}")
+    if not files:  # every matching file is outside the bounds: an empty source
+        return ResolvedInput(source, fmt or "jsonl", (), (), 0, pruned)
     formats = {fmt or detect_format(f) for f in files}
     if len(formats) > 1:
         raise InputError(f"{source}: files of several formats {sorted(formats)}; "
@@ -155,4 +171,4 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
     for f in files:
         _check_magic(f, chosen if chosen in FORMATS else "text")
     size = sum(os.path.getsize(f) for f in files)
-    return ResolvedInput(source, chosen, tuple(files), tuple(origins), size)
+    return ResolvedInput(source, chosen, tuple(files), tuple(origins), size, pruned)
