@@ -29,6 +29,7 @@ from .detection import detect
 from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve
 from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
 from .schemas import SOURCES
+from .spark import size_shuffle_partitions
 from .window import AuditWindow
 
 log = logging.getLogger("delivery_audit")
@@ -80,11 +81,15 @@ def _iso(dt: datetime) -> str:
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages) -> dict[str, Ingested]:
     out: dict[str, Ingested] = {}
     bounds = read_bounds(req.window, req.config)
+    with stages.stage("resolve_inputs"):
+        resolved = {source: resolve(source, req.inputs.get(source), req.formats.get(source),
+                                    required=source != "events", bounds=bounds)
+                    for source in SOURCES}
+    size_shuffle_partitions(spark, sum(r.bytes for r in resolved.values() if r))
     for source in SOURCES:
         with stages.stage(f"ingest_{source}"):
-            resolved = resolve(source, req.inputs.get(source), req.formats.get(source),
-                               required=source != "events", bounds=bounds)
-            out[source] = (ingest(spark, resolved, req.window, req.config) if resolved
+            r = resolved[source]
+            out[source] = (ingest(spark, r, req.window, req.config) if r
                            else empty_source(spark, source))
     return out
 

@@ -53,3 +53,22 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# about this much input (bytes on disk) per shuffle partition; adaptive execution then
+# coalesces small partitions and splits skewed ones
+BYTES_PER_SHUFFLE_PARTITION = 96 * 1024 * 1024
+
+
+def size_shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
+    """Set ``spark.sql.shuffle.partitions`` from the input size: at least the cluster's
+    parallelism, one per ~96 MiB of input beyond that. DELIVERY_AUDIT_SHUFFLE_PARTITIONS
+    pins it instead."""
+    pinned = os.environ.get("DELIVERY_AUDIT_SHUFFLE_PARTITIONS")
+    if pinned:
+        n = int(pinned)
+    else:
+        parallelism = spark.sparkContext.defaultParallelism
+        n = min(4000, max(parallelism, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(n))
+    return n

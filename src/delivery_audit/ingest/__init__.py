@@ -22,8 +22,8 @@ from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
 from .dedup import mark_duplicates, with_fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
-from .pruning import Bounds
 from .parsing import fast_accepted, fast_parse, parse_tokens
+from .pruning import Bounds
 from .tokens import exact_tokens, read_tokens, uses_row_index
 
 __all__ = ["Bounds", "Ingested", "InputError", "ingest", "resolve", "empty_source",
