@@ -51,6 +51,7 @@ def test_local_publish_writes_files_and_manifest(tmp_path):
         assert f["size"] == len(data)
         assert f["sha256"] == hashlib.sha256(data).hexdigest()
     assert read_manifest(str(dest), REL) == manifest
+    assert len(manifest["run_id"]) == 12  # report.json names no run: a fresh id
     assert not [p for p in dest.rglob(".*tmp*")], "no temp dirs left behind"
 
 
@@ -100,17 +101,20 @@ def test_relative_dir_must_stay_inside(tmp_path):
 
 
 class Recorder:
-    """Wraps a boto3 client: records mutating calls; put_object can fail on the Nth call."""
+    """Wraps a boto3 client: records mutating calls; put_object can fail for chosen keys."""
 
-    def __init__(self, client, fail_put_on: int | None = None):
+    def __init__(self, client, fail_put=None):
         self._client = client
         self.calls: list[tuple[str, str]] = []
-        self.fail_put_on = fail_put_on
+        self.fail_put = fail_put  # (key, how many puts so far) -> bool
         self.puts = 0
+        self.lock_sse: list[str | None] = []
 
     def put_object(self, **kw):
         self.puts += 1
-        if self.fail_put_on is not None and self.puts == self.fail_put_on:
+        if kw["Key"].endswith(".lock"):
+            self.lock_sse.append(kw.get("ServerSideEncryption"))
+        if self.fail_put is not None and self.fail_put(kw["Key"], self.puts):
             raise RuntimeError("simulated network failure")
         self.calls.append(("put", kw["Key"]))
         return self._client.put_object(**kw)
@@ -126,6 +130,11 @@ class Recorder:
 
     def __getattr__(self, name):
         return getattr(self._client, name)
+
+
+def split_lock_calls(calls, lock_key):
+    """(calls on the publication lock, the other calls), each in order."""
+    return [c for c in calls if c[1] == lock_key], [c for c in calls if c[1] != lock_key]
 
 
 @pytest.fixture()
@@ -148,9 +157,16 @@ def test_s3_publish_manifest_last_and_checksums(tmp_path, s3):
     dest = f"s3://{bucket}/audit/reports"
     manifest = publish(make_staging(tmp_path), dest, REL, s3_client=rec, sse="AES256")
     prefix = f"audit/reports/{REL}/"
+    lock = "audit/reports/dt=2025-01-01/.20250101T000000Z_20250102T000000Z.lock"
+    # the lock is taken first, confirmed just before the manifest, released last
+    assert rec.calls[0] == ("put", lock) and rec.calls[-3:-1] == [("put", lock),
+                                                                  ("put", prefix + MANIFEST)]
+    assert rec.calls[-1] == ("delete", lock)
+    lock_calls, calls = split_lock_calls(rec.calls, lock)
+    assert len(lock_calls) == 3
     # the old manifest is removed first, the new one written last
-    assert rec.calls[0] == ("delete", prefix + MANIFEST)
-    assert rec.calls[-1] == ("put", prefix + MANIFEST)
+    assert calls[0] == ("delete", prefix + MANIFEST)
+    assert calls[-1] == ("put", prefix + MANIFEST)
     listed = keys(client, bucket, prefix)
     assert set(listed) == {prefix + f["path"] for f in manifest["files"]} | {prefix + MANIFEST}
     last = max(o["LastModified"] for o in listed.values())
@@ -161,6 +177,7 @@ def test_s3_publish_manifest_last_and_checksums(tmp_path, s3):
         assert hashlib.sha256(data).hexdigest() == f["sha256"]
         assert body.get("ServerSideEncryption") == "AES256"
     assert read_manifest(dest, REL, s3_client=client) == manifest
+    assert rec.lock_sse == ["AES256"] * 2, "the lock object is written with the same SSE"
 
 
 def test_s3_rerun_deletes_stale_files_after_manifest_removed(tmp_path, s3):
@@ -173,11 +190,12 @@ def test_s3_rerun_deletes_stale_files_after_manifest_removed(tmp_path, s3):
     prefix = f"r/{REL}/"
     assert set(keys(client, bucket, prefix)) == {prefix + "report.json", prefix + "report.html",
                                                  prefix + MANIFEST}
-    stale_deletes = [i for i, c in enumerate(rec.calls)
+    _, calls = split_lock_calls(rec.calls, f"r/dt=2025-01-01/.{REL.rsplit('/', 1)[1]}.lock")
+    stale_deletes = [i for i, c in enumerate(calls)
                      if c[0] == "delete" and c[1].endswith(".parquet")]
     assert stale_deletes and min(stale_deletes) > 0
-    assert rec.calls[0] == ("delete", prefix + MANIFEST)
-    assert rec.calls[-1] == ("put", prefix + MANIFEST)
+    assert calls[0] == ("delete", prefix + MANIFEST)
+    assert calls[-1] == ("put", prefix + MANIFEST)
 
 
 def test_s3_failure_mid_publish_leaves_no_manifest(tmp_path, s3):
@@ -185,7 +203,7 @@ def test_s3_failure_mid_publish_leaves_no_manifest(tmp_path, s3):
     dest = f"s3://{bucket}/r"
     publish(make_staging(tmp_path), dest, REL, s3_client=client)
     assert read_manifest(dest, REL, s3_client=client) is not None
-    rec = Recorder(client, fail_put_on=3)
+    rec = Recorder(client, fail_put=lambda key, n: n == 3)  # the lock, a file, then this
     with pytest.raises(PublishError, match="no manifest was written") as err:
         publish(make_staging(tmp_path), dest, REL, s3_client=rec)
     assert "uploading" in str(err.value)
@@ -196,11 +214,13 @@ def test_s3_failure_mid_publish_leaves_no_manifest(tmp_path, s3):
 def test_s3_failure_on_manifest_put_leaves_no_manifest(tmp_path, s3):
     client, bucket = s3
     staging = make_staging(tmp_path)
-    n_files = len(storage.staged_files(staging))
-    rec = Recorder(client, fail_put_on=n_files + 1)
+    rec = Recorder(client, fail_put=lambda key, n: key.endswith(MANIFEST))
     with pytest.raises(PublishError, match="writing the manifest"):
         publish(staging, f"s3://{bucket}/r", REL, s3_client=rec)
     assert read_manifest(f"s3://{bucket}/r", REL, s3_client=client) is None
+    written = {k for op, k in rec.calls if op == "put" and not k.endswith(".lock")}
+    assert len(written) == len(storage.staged_files(staging)), "every file was written"
+    assert not [k for k in keys(client, bucket) if k.endswith(".lock")], "lock released"
 
 
 def test_s3_client_from_env_endpoint(tmp_path, s3, s3_endpoint, monkeypatch):  # noqa: F811
@@ -237,6 +257,39 @@ def test_retry_on_throttling(monkeypatch):
 
     with pytest.raises(ClientError):
         storage._with_retry("put", denied)
+
+
+def test_connection_failures_are_retryable_and_refusals_are_not():
+    """What _with_retry retries (through a real connection reset: tests/test_faults.py)."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionClosedError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+    )
+
+    for exc in (ConnectionClosedError(endpoint_url="http://x"),  # reset / closed, no response
+                ReadTimeoutError(endpoint_url="http://x"),
+                EndpointConnectionError(endpoint_url="http://x"),
+                ConnectionResetError(104, "Connection reset by peer"),
+                ClientError({"Error": {"Code": "SlowDown"}}, "PutObject"),
+                ClientError({"Error": {}, "ResponseMetadata": {"HTTPStatusCode": 502}}, "Put")):
+        assert storage._retryable(exc), exc
+    for exc in (ClientError({"Error": {"Code": "AccessDenied"}}, "PutObject"),
+                ClientError({"Error": {"Code": "PreconditionFailed"}}, "PutObject"),
+                OSError(28, "No space left on device")):
+        assert not storage._retryable(exc), exc
+
+
+def test_publish_settings_from_env(monkeypatch):
+    monkeypatch.setenv("DELIVERY_AUDIT_PUBLISH_ATTEMPTS", "7")
+    monkeypatch.setenv("DELIVERY_AUDIT_PUBLISH_RETRY_DELAY_S", "0.01")
+    monkeypatch.setenv("DELIVERY_AUDIT_PUBLISH_LOCK_WAIT_S", "5")
+    monkeypatch.setenv("DELIVERY_AUDIT_PUBLISH_LOCK_LEASE_S", "30")
+    s = storage.PublishSettings.from_env()
+    assert (s.attempts, s.retry_delay_s, s.lock_wait_s, s.lock_lease_s) == (7, 0.01, 5, 30)
+    monkeypatch.delenv("DELIVERY_AUDIT_PUBLISH_ATTEMPTS")
+    assert storage.PublishSettings.from_env().attempts == storage.PublishSettings().attempts
 
 
 def test_hadoop_crc_sidecars_are_not_published(tmp_path):
