@@ -14,10 +14,16 @@ from delivery_audit_airflow import uris
 from delivery_audit_airflow.settings import Settings, date_placeholders, duration_minutes
 
 #: report_prefix: 1-5 '/'-separated segments of [A-Za-z0-9._-] that start with a letter/digit
-#: (so no '..', no leading '/', no empty segment, no spaces or shell/URI specials)
+#: (so no '..', no leading '/', no empty segment, no spaces or shell/URI specials); the same
+#: rule as delivery_audit.paths.check_prefix. These patterns are JSON-schema patterns for the
+#: trigger form (ECMA-262: '$' also matches before a final newline in Python's re), so the
+#: server-side checks below use re.fullmatch and refuse control characters first.
 PREFIX_PATTERN = r"^$|^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0,63}){0,4}$"
+PREFIX_MAX = 200
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,248}$"  # a Kafka topic / group id
 ISO_PATTERN = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+WINDOW_ID_PATTERN = r"^\d{8}T\d{6}Z_\d{8}T\d{6}Z$"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 class PlanError(ValueError):
@@ -29,7 +35,8 @@ def parse_instant(text: Any, what: str) -> datetime:
     delivery_audit.window's, imported here at task time (DAG parsing stays light)."""
     from delivery_audit.window import parse_instant as parse
 
-    if not isinstance(text, datetime) and not re.match(ISO_PATTERN, str(text or "").strip()):
+    if not isinstance(text, datetime) and (_CONTROL.search(str(text or ""))
+                                           or not re.fullmatch(ISO_PATTERN, str(text).strip())):
         raise PlanError(f"{what}: {text!r} is not an ISO-8601 instant "
                         "(e.g. 2026-11-19T00:00:00Z)")
     try:
@@ -45,8 +52,9 @@ def _names(value: Any, what: str) -> list[str]:
     out = []
     for item in items:
         name = str(item).strip()
-        if not re.match(NAME_PATTERN, name):
-            raise PlanError(f"{what}: {item!r} is not a valid name")
+        if _CONTROL.search(str(item)) or not re.fullmatch(NAME_PATTERN, name):
+            raise PlanError(f"{what}: {item!r} is not a valid name (letters, digits, '.', '_', "
+                            "'-', starting with a letter or digit)")
         out.append(name)
     return out
 
@@ -60,11 +68,18 @@ def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]
     if end - start > timedelta(days=max_days):
         raise PlanError(f"window {end - start} is longer than the allowed maximum of {max_days:g} "
                         "days (Variable delivery_audit_backfill_max_days)")
-    prefix = str(params.get("report_prefix") or "").strip()
-    if not re.match(PREFIX_PATTERN, prefix) or ".." in prefix.split("/"):
-        raise PlanError(f"report_prefix {prefix!r} is not allowed: use letters, digits, '.', '_', "
-                        "'-' in up to 5 '/'-separated segments (no '..', no leading '/')")
+    raw_prefix = params.get("report_prefix") or ""
+    if not isinstance(raw_prefix, str):
+        raise PlanError(f"report_prefix {raw_prefix!r} must be a string")
+    prefix = raw_prefix.strip(" ")
+    if (_CONTROL.search(raw_prefix) or len(prefix) > PREFIX_MAX
+            or not re.fullmatch(PREFIX_PATTERN, prefix) or ".." in prefix.split("/")):
+        raise PlanError(f"report_prefix {raw_prefix!r} is not allowed: use letters, digits, '.', "
+                        f"'_', '-' in up to 5 '/'-separated segments, at most {PREFIX_MAX} "
+                        "characters (no '..', no leading '/', no control characters)")
     grace = params.get("grace_minutes")
+    if isinstance(grace, bool):
+        raise PlanError(f"grace_minutes {grace!r} is not a number")
     if grace not in (None, ""):
         try:
             grace = float(grace)
@@ -82,6 +97,17 @@ def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]
         "grace_minutes": grace,
         "report_prefix": prefix,
     }
+
+
+def _check_root(root: str) -> None:
+    """The report root (Variable + prefix) by delivery_audit.paths' rules (the job checks
+    --out again): no '..', no control characters, a supported scheme."""
+    from delivery_audit.paths import check_report_root
+
+    try:
+        check_report_root(root, "report root (Variable delivery_audit_report_root + prefix)")
+    except ValueError as exc:
+        raise PlanError(str(exc)) from exc
 
 
 def _iso(dt: datetime) -> str:
@@ -114,6 +140,9 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
     wid = window_id(start, end)
+    if not re.fullmatch(WINDOW_ID_PATTERN, wid):  # years before 1000 or after 9999
+        raise PlanError(f"window id {wid!r} is not YYYYMMDDTHHMMSSZ_YYYYMMDDTHHMMSSZ")
+    _check_root(root)
     report_dir = uris.join(root, f"dt={start.astimezone(UTC):%Y-%m-%d}", wid)
     config_file = settings.render("config_file") or None
     spark_conf = settings.json("spark_conf") or {}

@@ -119,6 +119,37 @@ class Settings:
         return _truthy(self.raw(name))
 
 
+#: the pseudonymisation secret (audit config ``pseudonymise: true``): the worker's environment
+#: variable wins, else the password of this Connection (Airflow masks it in task logs)
+PSEUDONYM_KEY_ENV = "DELIVERY_AUDIT_PSEUDONYM_KEY"
+PSEUDONYM_CONN_ID = "delivery_audit_pseudonym"
+
+
+def _connection_password(conn_id: str) -> str | None:
+    from airflow.sdk import Connection
+
+    try:
+        conn = Connection.get(conn_id)
+    except Exception:  # noqa: BLE001 - AirflowNotFoundException and backend errors alike
+        return None
+    return getattr(conn, "password", None) or None
+
+
+def pseudonym_key_env(environ: dict[str, str] | None = None,
+                      password_getter=_connection_password) -> dict[str, str]:
+    """``{DELIVERY_AUDIT_PSEUDONYM_KEY: secret}`` for the reconcile job's environment, or {}.
+
+    Pass it as the spark-submit ``env_vars`` at execute time, never through the plan (XCom is
+    readable in the UI). With neither source a pseudonymising audit fails with a message that
+    names the variable; an audit without pseudonymisation ignores it.
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    value = env.get(PSEUDONYM_KEY_ENV) or password_getter(PSEUDONYM_CONN_ID)
+    return {PSEUDONYM_KEY_ENV: value} if value else {}
+
+
 def date_placeholders(start: datetime, end: datetime) -> dict[str, str]:
     day = start.date()
     return {

@@ -27,6 +27,8 @@ from . import __version__
 from .config import AuditConfig
 from .detection import detect
 from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve
+from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
+from .redaction import redact_text
 from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
 from .schemas import SOURCES
 from .spark import size_shuffle_partitions
@@ -167,6 +169,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
         group_ids=p.group_ids, group_topics=group_topics,
         config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
+                        "pseudonymise": req.config.pseudonymise,
                         "groups": {g.group_id: g.settings for g in req.config.groups}},
     )
     return Reconciled(report, detection, anomalies, ingested, frames)
@@ -176,9 +179,14 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
          started: datetime, staging: Path) -> AuditResult:
     from .quality import validate_inputs, write_results
 
+    # a pseudonymising run without its secret must not start (privacy.py)
+    key = pseudonym_key() if req.config.pseudonymise else None
+
     # extract
     ingested = extract(spark, req, stages)
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
+    if key is not None:  # before anything reads the frames: every output shows pseudonyms
+        frames = pseudonymise_frames(frames, key)
     if req.groups:
         req.config = req.config.only_groups(req.groups)
     with stages.stage("validate_inputs"):
@@ -197,17 +205,17 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     with stages.stage("write_quarantine"):
         quarantine: DataFrame = reduce(DataFrame.unionByName,
                                        [i.quarantine for i in ingested.values()])
+        if key is not None:
+            quarantine = withhold_raw(quarantine)
         quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
 
     # load
     _finish_report(spark, req, report, rec.anomalies, frames, rec.detection, stages, staging)
-    from .storage import publish
-
     with stages.stage("publish"):
         report["run"].update(finished_at=_iso(datetime.now(UTC)), stages=stages.seconds,
                              duration_s=round(sum(stages.seconds.values()), 3))
         _write_json(staging / "report.json", report)
-        manifest = publish(staging, req.out, req.window.relative_dir)
+        manifest = publish_report(staging, req.out, req.window.relative_dir)
     destination = f"{req.out.rstrip('/')}/{req.window.relative_dir}"
     if req.notify and report["verdict"]["verdict"] in ("warn", "fail"):
         from .notify import notifier_from_config
@@ -215,6 +223,19 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         notifier_from_config(req.config.notifier).send(report, f"{destination}/report.html")
     code = EXIT_FAIL if report["verdict"]["verdict"] == "fail" else EXIT_OK
     return AuditResult(report=report, destination=destination, exit_code=code, manifest=manifest)
+
+
+def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) -> dict:
+    """storage.publish, with credentials masked in its error: botocore's messages quote the
+    endpoint URL, user-info included. Any failure is a PublishError naming no secret."""
+    from .storage import PublishError, publish
+
+    try:
+        return publish(staging, out, relative_dir, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - every publishing failure, re-raised redacted
+        message = redact_text(exc if isinstance(exc, PublishError)
+                              else f"publishing to {out} failed: {type(exc).__name__}: {exc}")
+        raise PublishError(message) from None
 
 
 def _finish_report(spark: SparkSession, req: AuditRequest, report: dict[str, Any],

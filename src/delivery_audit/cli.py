@@ -10,16 +10,23 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+# no locals in tracebacks: they would print the config (a webhook URL) and the request
 app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_show_locals=False,
                   help="Prove from logs whether a Kafka system kept its delivery promises.")
+EXIT_PUBLISH = 4
 console = Console(stderr=False)
 err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    from .redaction import redact_text
+
+    err.print(f"[bold red]error:[/] {escape(redact_text(message))}", highlight=False,
+              markup=True)
     raise typer.Exit(code)
 
 
@@ -83,14 +90,22 @@ def run(
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
     from .audit import AuditRequest
     from .config import load_config
+    from .paths import check_plain_text, check_relative_dir, check_report_root
+    from .privacy import pseudonym_key
     from .window import AuditWindow
 
     try:
+        check_report_root(out)
+        for name in [*(topic or []), *(group or [])]:
+            check_plain_text(name, f"--topic/--group {name!r}")
         cfg = load_config(config)
         grace_value = grace if grace is not None else (
             cfg.grace_minutes if cfg.grace_minutes is not None else 60)
         window = AuditWindow.of(start, end, grace_value)
+        check_relative_dir(window.relative_dir)
         formats = dict(_split_format(f) for f in fmt or [])
+        if cfg.pseudonymise:
+            pseudonym_key()  # fail here, before Spark starts, when the secret is missing
     except ValueError as exc:
         _fail(str(exc))
     req = AuditRequest(inputs={"sends": sends, "broker": broker, "ledger": ledger,
@@ -114,14 +129,19 @@ def execute(req, master: str | None = None, json_out: bool = False) -> int:
     """Run an audit and print its summary; the exit code for the shell."""
     from .audit import EXIT_INPUT, run_audit
     from .ingest import InputError
+    from .redaction import redact_text
     from .spark import get_spark
+    from .storage import PublishError
 
     spark = get_spark(master=master)
     try:
         result = run_audit(spark, req)
     except InputError as exc:
-        err.print(f"[bold red]input error:[/] {exc}", highlight=False)
+        err.print(f"[bold red]input error:[/] {escape(redact_text(exc))}", highlight=False)
         return EXIT_INPUT
+    except PublishError as exc:  # already redacted by audit.publish_report
+        err.print(f"[bold red]publish error:[/] {escape(redact_text(exc))}", highlight=False)
+        return EXIT_PUBLISH
     if json_out:
         sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
     else:
@@ -142,8 +162,13 @@ def generate(
 ) -> None:
     """Write a day of delivery logs with known faults, plus config.yaml and truth.json."""
     from .generator import SCENARIOS, generate_scenario
+    from .paths import check_report_root
     from .window import parse_instant
 
+    try:
+        check_report_root(str(out), "--out")
+    except ValueError as exc:
+        _fail(str(exc))
     if scenario not in SCENARIOS:
         _fail(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
     if fmt not in ("jsonl", "parquet"):

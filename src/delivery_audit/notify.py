@@ -13,6 +13,7 @@ Any of them takes ``"on": ["warn", "fail"]`` to stay quiet for the other verdict
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from delivery_audit.anomalies import BY_NAME, SEVERITIES
+from delivery_audit.redaction import redact_mapping, redact_text
 
 ALERT_LOGGER = "delivery_audit.alerts"
 log = logging.getLogger(ALERT_LOGGER)
@@ -102,9 +104,17 @@ class SlackNotifier:
         self.timeout_s = float(timeout_s)
 
     def _where(self) -> str:
-        # the webhook path is a secret: only ever show the host
+        # the webhook path is a secret: only ever show the host (without any user-info)
         parts = urlsplit(self.webhook_url)
-        return f"{parts.scheme}://{parts.netloc}/…" if parts.netloc else "(invalid URL)"
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return f"{parts.scheme}://{host}/…" if host else "(invalid URL)"
+
+    def _redact(self, reason: object) -> str:
+        """An error text without the webhook URL, its path or any credential in it."""
+        parts = urlsplit(self.webhook_url)
+        userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else None
+        return redact_text(reason, extra=[self.webhook_url, parts.path, parts.path.lstrip("/"),
+                                          userinfo])
 
     def send(self, report: dict, link: str) -> None:
         if not self.webhook_url:
@@ -115,9 +125,10 @@ class SlackNotifier:
         icon = {"pass": ":white_check_mark:", "warn": ":warning:", "fail": ":x:"}.get(verdict, "")
         text = "\n".join(summary_lines(report, link))
         payload = json.dumps({"text": f"{icon} {text}".strip()}).encode("utf-8")
-        req = urllib.request.Request(self.webhook_url, data=payload, method="POST",
-                                     headers={"Content-Type": "application/json"})
         try:
+            # built inside the try: a malformed URL raises here, and its message quotes it
+            req = urllib.request.Request(self.webhook_url, data=payload, method="POST",
+                                         headers={"Content-Type": "application/json"})
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
                 status = resp.status
                 resp.read()
@@ -125,10 +136,10 @@ class SlackNotifier:
             log.warning("slack notifier: %s answered HTTP %s; alert not delivered",
                         self._where(), exc.code)
             return
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             log.warning("slack notifier: cannot reach %s (%s); alert not delivered",
-                        self._where(), reason)
+                        self._where(), self._redact(reason))
             return
         log.info("slack notifier: alert delivered to %s (HTTP %s)", self._where(), status)
 
@@ -175,6 +186,11 @@ class FilteredNotifier:
     def send(self, report: dict, link: str) -> None:
         if verdict_of(report) in self.on:
             self.inner.send(report, link)
+
+
+def describe(notifier_cfg: dict | None) -> dict:
+    """Notifier settings safe to log or show: webhook URLs and other secrets masked."""
+    return redact_mapping(dict(notifier_cfg or {}))
 
 
 def notifier_from_config(notifier_cfg: dict | None) -> Notifier:
