@@ -46,7 +46,11 @@ def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any]) -> s
         _build_notifier(settings).send(report, link)
         how = f"notifier {settings.get('type', '?')}"
     except Exception as exc:  # an alert must not vanish because a webhook is down
-        log.error("notifier %s failed (%s): logging the alert instead", settings, exc)
+        from delivery_audit.notify import describe
+        from delivery_audit.redaction import redact_text
+
+        log.error("notifier %s failed (%s): logging the alert instead", describe(settings),
+                  redact_text(exc))
         how = "log (notifier failed)"
         log.warning("AUDIT %s %s reasons=%s link=%s", verdict.upper(),
                     (report.get("window") or {}).get("id", ""),
