@@ -48,5 +48,18 @@ lint: setup
 bench: setup
 	BENCH_MESSAGES=$(BENCH_MESSAGES) $(BIN)/python scripts/bench.py
 
+# A local Spark standalone cluster on 127.0.0.1 (a master and 2 workers, 1 core and 2 GB each;
+# ports, PIDs and the temp dir in a state file). cluster-up prints the spark:// URL, e.g. for
+# BENCH_MASTER=spark://… make bench or AIRFLOW_CONN_SPARK_DEFAULT; cluster-down stops it by PID.
+.PHONY: cluster-up cluster-down cluster-status
+cluster-up: setup
+	$(BIN)/python scripts/spark_cluster.py start
+
+cluster-down:
+	$(BIN)/python scripts/spark_cluster.py stop
+
+cluster-status:
+	$(BIN)/python scripts/spark_cluster.py status
+
 clean:
 	rm -rf $(DEMO_DIR) .airflow .pytest_cache spark-warehouse

@@ -9,6 +9,18 @@ join of the ledger on (topic, partition, offset), and one count aggregation.
 Prints wall time, messages/s, the audit/baseline ratio, peak RSS of the driver process
 tree, shuffle and spill bytes (Spark's REST API on 127.0.0.1), and the audit's stage table.
 A script, not a test: figures, not assertions.
+
+On a cluster: BENCH_MASTER=spark://HOST:PORT runs both measurements there, each through
+``spark-submit --master … --py-files delivery_audit.zip`` (driver memory
+BENCH_DRIVER_MEMORY, default 2g there; executors BENCH_EXECUTOR_MEMORY, default 1g; executors
+run this venv's Python). BENCH_MASTER=cluster starts a local standalone cluster for the run
+(scripts/spark_cluster.py: a master and BENCH_WORKERS=2 workers, 1 core and
+BENCH_WORKER_MEMORY=2g each, on 127.0.0.1) and stops it afterwards. The peak RSS is then the
+driver's alone (the executors run in the workers' process trees).
+
+Scaling: BENCH_SCALE=1000000,3000000,10000000 runs the measurement at each size (data is
+generated once per size under BENCH_DIR and reused) and ends with one table: messages,
+audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver RSS.
 """
 
 from __future__ import annotations
@@ -65,7 +77,7 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     seconds = time.perf_counter() - t0
     if proc.returncode not in (0, 3):
         sys.stderr.write(err[-4000:])
-        raise SystemExit(f"{cmd[2:4]} failed with exit status {proc.returncode}")
+        raise SystemExit(f"{cmd[-4:-2]} failed with exit status {proc.returncode}")
     return seconds, peak[0], out
 
 
@@ -139,35 +151,90 @@ def _gb(n: int) -> str:
     return f"{n / 2**30:.2f} GiB"
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
-        kind, data, out = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
-        result = inner_baseline(data) if kind == "baseline" else inner_audit(data, out)
-        print("RESULT " + json.dumps(result))
-        return
+class Target:
+    """Where the inner runs go: local (a Python driver with its own local JVM) or a
+    spark:// master (spark-submit with the library zipped for --py-files)."""
+
+    def __init__(self, master: str | None, work: Path) -> None:
+        self.master = master
+        self.cluster = None
+        self.py_files: Path | None = None
+        self.work = work
+
+    def __enter__(self) -> Target:
+        if self.master == "cluster":
+            import spark_cluster
+
+            self.cluster = spark_cluster.SparkCluster(
+                workers=int(os.environ.get("BENCH_WORKERS", "2")), cores=1,
+                memory=os.environ.get("BENCH_WORKER_MEMORY", "2g"))
+            print("starting a local Spark standalone cluster …", flush=True)
+            self.cluster.start()
+            self.master = self.cluster.master_url
+            print(self.cluster.describe(), flush=True)
+        if self.master:
+            import spark_cluster
+
+            self.py_files = spark_cluster.build_py_files(self.work / "py-files")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.cluster is not None:
+            import spark_cluster
+
+            forced = self.cluster.stop()
+            left = spark_cluster.marked_pids(self.cluster.cluster_id)
+            print(f"cluster stopped{f' (SIGKILLed {forced})' if forced else ''}; "
+                  f"processes left: {left or 'none'}")
+
+    @property
+    def label(self) -> str:
+        if not self.master:
+            return "local[2] (DELIVERY_AUDIT_MASTER to change)" if not os.environ.get(
+                "DELIVERY_AUDIT_MASTER") else os.environ["DELIVERY_AUDIT_MASTER"]
+        return self.master + (" (started for this run)" if self.cluster else "")
+
+    def command(self, kind: str, data: Path, out: Path) -> tuple[list[str], dict[str, str]]:
+        inner = ["--inner", kind, str(data), str(out)]
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+        if not self.master:
+            env["DELIVERY_AUDIT_DRIVER_MEMORY"] = os.environ.get("BENCH_DRIVER_MEMORY", "12g")
+            return [sys.executable, __file__, *inner], env
+        import spark_cluster
+
+        cmd = spark_cluster.submit_command(
+            self.master, __file__, inner, py_files=self.py_files,
+            driver_memory=os.environ.get("BENCH_DRIVER_MEMORY", "2g"),
+            executor_memory=os.environ.get("BENCH_EXECUTOR_MEMORY", "1g"))
+        return cmd, spark_cluster.submit_env(base=env)
+
+
+def measure(messages: int, fmt: str, work: Path, target: Target) -> dict:
+    """Generate (or reuse) the data, run baseline and audit; every figure of one size."""
     from delivery_audit.generator import generate_scenario
 
-    messages = int(os.environ.get("BENCH_MESSAGES", "1000000"))
-    fmt = os.environ.get("BENCH_FORMAT", "jsonl")
-    work = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="delivery-audit-bench-"))
     data = work / f"mixed-{messages}-{fmt}"
     t0 = time.perf_counter()
     if not (data / "truth.json").exists():
         generate_scenario("mixed", messages, 7, START, data, fmt)
     gen_s = time.perf_counter() - t0
     size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
-           "DELIVERY_AUDIT_DRIVER_MEMORY": os.environ.get("BENCH_DRIVER_MEMORY", "12g")}
     results = {}
     for kind in ("baseline", "audit"):
-        wall, rss, out = run_measured(
-            [sys.executable, __file__, "--inner", kind, str(data), str(work / "reports")], env)
+        cmd, env = target.command(kind, data, work / "reports")
+        wall, rss, out = run_measured(cmd, env)
         line = next(x for x in out.splitlines() if x.startswith("RESULT "))
         results[kind] = {**json.loads(line[7:]), "wall": wall, "rss": rss}
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
-    b, a = results["baseline"], results["audit"]
-    print(f"\nmessages {messages:,} ({fmt}, {size / 2**20:,.0f} MiB on disk; generated in "
-          f"{gen_s:,.1f} s)   machine: {os.cpu_count()} cores")
+    return {"messages": messages, "fmt": fmt, "size": size, "gen_s": gen_s,
+            "baseline": results["baseline"], "audit": results["audit"],
+            "truth_ok": results["audit"]["counts"] == truth}
+
+
+def print_detail(m: dict, target: Target) -> None:
+    b, a, messages = m["baseline"], m["audit"], m["messages"]
+    print(f"\nmessages {messages:,} ({m['fmt']}, {m['size'] / 2**20:,.0f} MiB on disk; generated "
+          f"in {m['gen_s']:,.1f} s)   machine: {os.cpu_count()} cores   master: {target.label}")
     print(f"{'':10s} {'job s':>8s} {'process s':>10s} {'msgs/s':>10s} {'peak RSS':>10s} "
           f"{'shuffle w':>10s} {'spilled':>10s}")
     for name, r in (("baseline", b), ("audit", a)):
@@ -175,10 +242,45 @@ def main() -> None:
               f"{_gb(r['rss']):>10s} {_gb(r.get('shuffleWriteBytes', 0)):>10s} "
               f"{_gb(r.get('diskBytesSpilled', 0) + r.get('memoryBytesSpilled', 0)):>10s}")
     print(f"audit / baseline: {a['seconds'] / b['seconds']:.2f}x (job time)")
-    print(f"audit counts match truth: {a['counts'] == truth}")
+    print(f"audit counts match truth: {m['truth_ok']}")
     print("\naudit stages (s):")
     for stage, secs in sorted(a["stages"].items(), key=lambda kv: -kv[1]):
         print(f"  {stage:32s} {secs:8.2f}")
+
+
+def print_scale(rows: list[dict], target: Target) -> None:
+    print(f"\nscaling, master: {target.label}, {os.cpu_count()} cores (audit s and baseline s: "
+          "job time in the driver; wall s: the audit's whole driver process; msgs/s and ratio "
+          "from job time; shuffle: bytes written per message; RSS: the audit driver's tree)")
+    print(f"{'messages':>12s} {'audit s':>9s} {'wall s':>8s} {'msgs/s':>10s} {'baseline s':>11s} "
+          f"{'ratio':>6s} {'shuffle B/msg':>14s} {'peak RSS':>10s} {'truth':>6s}")
+    for m in rows:
+        a, b, n = m["audit"], m["baseline"], m["messages"]
+        print(f"{n:12,d} {a['seconds']:9.1f} {a['wall']:8.1f} {n / a['seconds']:10,.0f} "
+              f"{b['seconds']:11.1f} {a['seconds'] / b['seconds']:6.2f} "
+              f"{a.get('shuffleWriteBytes', 0) / n:14,.1f} {_gb(a['rss']):>10s} "
+              f"{'ok' if m['truth_ok'] else 'DIFF':>6s}")
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        kind, data, out = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+        result = inner_baseline(data) if kind == "baseline" else inner_audit(data, out)
+        print("RESULT " + json.dumps(result))
+        return
+    fmt = os.environ.get("BENCH_FORMAT", "jsonl")
+    scale = [int(x) for x in os.environ.get("BENCH_SCALE", "").replace("_", "").split(",")
+             if x.strip()]
+    sizes = scale or [int(os.environ.get("BENCH_MESSAGES", "1000000"))]
+    work = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="delivery-audit-bench-"))
+    rows = []
+    with Target(os.environ.get("BENCH_MASTER") or None, work) as target:
+        for messages in sizes:
+            m = measure(messages, fmt, work, target)
+            rows.append(m)
+            print_detail(m, target)
+    if scale:
+        print_scale(rows, target)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """`airflow dags test` of both DAGs over a small generated day, on SQLite in a checkout-local
-AIRFLOW_HOME, Spark local[2], reports published to a moto S3 server. Slow (Spark + Airflow)."""
+AIRFLOW_HOME, reports published to a moto S3 server. The daily run uses Spark local[2]; the
+backfill run submits to a real standalone cluster on 127.0.0.1 (tests/spark_cluster.py), so
+the DAG-on-cluster path (spark_default → spark://…, --py-files) is covered without a third
+Airflow run. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from airflow_helpers import (
     task_states,
 )
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
+from spark_cluster import spark_cluster  # noqa: F401  (fixture: master + 2 workers, 127.0.0.1)
 
 pytestmark = pytest.mark.slow
 
@@ -52,12 +56,15 @@ def s3(s3_endpoint):  # noqa: F811
 
 
 def _env(day_data: Path, report_root: str, endpoint: str, config: Path | None = None,
-         **variables: str) -> dict[str, str]:
+         master: str | None = None, **variables: str) -> dict[str, str]:
+    extra = s3_env(endpoint)
+    if master:
+        extra["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": master})
     return airflow_env(
         variables={"data_root": str(day_data), "report_root": report_root,
                    "config_file": str(config or day_data / "config.yaml"),
                    "notifier": '{"type": "log"}', **variables},
-        extra=s3_env(endpoint))
+        extra=extra)
 
 
 def _show(proc: subprocess.CompletedProcess) -> str:
@@ -86,9 +93,10 @@ def test_daily_dag_publishes_report_and_manifest_to_s3(day_data, s3, s3_endpoint
 
 
 def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3_endpoint,  # noqa: F811
-                                                                tmp_path):
-    """One backfill run checks the window and, with thresholds that any count breaks, the
-    alert path (exit 3 is a result, the alert task sends through the log notifier)."""
+                                                                tmp_path, spark_cluster):  # noqa: F811
+    """One backfill run, on the standalone cluster, checks the window and, with thresholds
+    that any count breaks, the alert path (exit 3 is a result, the alert task sends through
+    the log notifier)."""
     import yaml
 
     from delivery_audit.anomalies import ANOMALY_NAMES
@@ -98,7 +106,11 @@ def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3_end
     strict = tmp_path / "strict.yaml"
     strict.write_text(yaml.safe_dump(config))
     reports = tmp_path / "reports"
-    env = _env(day_data, str(reports), s3_endpoint, config=strict)
+    env = _env(day_data, str(reports), s3_endpoint, config=strict,
+               master=spark_cluster.master_url,
+               spark_conf=json.dumps({"spark.sql.shuffle.partitions": "2",
+                                      "spark.default.parallelism": "2"}))
+    apps_before = {a["id"] for a in spark_cluster.status().get("completedapps", [])}
     conf = {"start": f"{DAY}T10:00:00Z", "end": f"{DAY}T12:00:00Z", "grace_minutes": 30,
             "report_prefix": "backfill/e2e"}
     proc = dags_test("delivery_audit_backfill", conf=conf, env=env)
@@ -119,3 +131,9 @@ def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3_end
     output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
     assert "alert sent (notifier log): verdict fail" in output, _show(proc)
     assert "Kafka delivery audit 20261119T100000Z_20261119T120000Z: FAIL" in output, _show(proc)
+    # it ran on the cluster, with the library shipped as --py-files
+    assert f"--master {spark_cluster.master_url}" in output, _show(proc)
+    assert "delivery_audit.zip" in output and "--py-files" in output, _show(proc)
+    apps = [a for a in spark_cluster.status().get("completedapps", [])
+            if a["id"] not in apps_before]
+    assert [a["state"] for a in apps] == ["FINISHED"], apps

@@ -187,8 +187,10 @@ def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
 
 
 def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_default",
-                     driver_memory: str | None = None) -> TaskGroup:
-    """Build the audit task group in the current DAG context and return it."""
+                     driver_memory: str | None = None, py_files: str | None = None) -> TaskGroup:
+    """Build the audit task group in the current DAG context and return it. ``py_files``:
+    what reconcile ships with --py-files; by default, on a cluster master, a zip of the
+    installed delivery_audit built for each run."""
     with TaskGroup(group_id=group_id, tooltip="resolve → wait → reconcile → check → alert") as tg:
         plan = resolve_window()
         ready = wait_for_inputs(plan)
@@ -199,6 +201,7 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
             conn_id=spark_conn_id,
             name="delivery-audit-{{ dag.dag_id }}-{{ ts_nodash }}",
             driver_memory=driver_memory,
+            py_files=py_files,
             stage="all",
             execution_timeout=timedelta(hours=6),
         )
