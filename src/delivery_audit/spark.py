@@ -30,8 +30,9 @@ def _submitted_conf() -> set[str]:
     properties); empty when Python starts the JVM itself."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return set()
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    SparkContext._ensure_initialized()  # connect to spark-submit's JVM: SparkConf reads it
     return {k for k, _ in SparkConf().getAll()}
 
 
