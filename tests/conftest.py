@@ -17,7 +17,9 @@ def spark():
 
     session = get_spark("delivery-audit-tests", master="local[2]",
                         conf={"spark.sql.shuffle.partitions": "2",
-                              "spark.default.parallelism": "2"})
+                              "spark.default.parallelism": "2",
+                              # tiny frames: as the audit does below 256 MiB (spark.py)
+                              "spark.sql.adaptive.enabled": "false"})
     yield session
     session.stop()
 
