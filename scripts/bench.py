@@ -6,7 +6,7 @@ its own: (a) the full audit (ingest with quarantine, GX, detection, report, publ
 (b) a bare baseline: a full outer join of sends and broker on (topic, key, seq), a left
 join of the ledger on (topic, partition, offset), and one count aggregation.
 
-Prints wall time, messages/s, the audit/baseline ratio, peak RSS of the driver process
+Prints wall time, messages/s, the audit/baseline ratio, peak memory (PSS) of the driver process
 tree, shuffle and spill bytes (Spark's REST API on 127.0.0.1), and the audit's stage table.
 A script, not a test: figures, not assertions.
 
@@ -15,12 +15,12 @@ On a cluster: BENCH_MASTER=spark://HOST:PORT runs both measurements there, each 
 BENCH_DRIVER_MEMORY, default 2g there; executors BENCH_EXECUTOR_MEMORY, default 1g; executors
 run this venv's Python). BENCH_MASTER=cluster starts a local standalone cluster for the run
 (scripts/spark_cluster.py: a master and BENCH_WORKERS=2 workers, 1 core and
-BENCH_WORKER_MEMORY=2g each, on 127.0.0.1) and stops it afterwards. The peak RSS is then the
+BENCH_WORKER_MEMORY=2g each, on 127.0.0.1) and stops it afterwards. The peak memory is then the
 driver's alone (the executors run in the workers' process trees).
 
 Scaling: BENCH_SCALE=1000000,3000000,10000000 runs the measurement at each size (data is
 generated once per size under BENCH_DIR and reused) and ends with one table: messages,
-audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver RSS.
+audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver memory (PSS).
 """
 
 from __future__ import annotations
@@ -51,15 +51,20 @@ def _tree_rss(pid: int) -> int:
         return 0
     total = 0
     for p in procs:
+        # PSS, not RSS: PySpark's Python workers are forked from one daemon and share most
+        # of their pages; summing their RSS counted the shared pages once per worker
         try:
-            total += p.memory_info().rss
+            try:
+                total += p.memory_full_info().pss
+            except (psutil.AccessDenied, AttributeError):
+                total += p.memory_info().rss
         except psutil.NoSuchProcess:
             pass
     return total
 
 
 def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """Run a command; (seconds, peak RSS of its process tree, stdout)."""
+    """Run a command; (seconds, peak memory (PSS) of its process tree, stdout)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -235,7 +240,7 @@ def print_detail(m: dict, target: Target) -> None:
     b, a, messages = m["baseline"], m["audit"], m["messages"]
     print(f"\nmessages {messages:,} ({m['fmt']}, {m['size'] / 2**20:,.0f} MiB on disk; generated "
           f"in {m['gen_s']:,.1f} s)   machine: {os.cpu_count()} cores   master: {target.label}")
-    print(f"{'':10s} {'job s':>8s} {'process s':>10s} {'msgs/s':>10s} {'peak RSS':>10s} "
+    print(f"{'':10s} {'job s':>8s} {'process s':>10s} {'msgs/s':>10s} {'peak PSS':>10s} "
           f"{'shuffle w':>10s} {'spilled':>10s}")
     for name, r in (("baseline", b), ("audit", a)):
         print(f"{name:10s} {r['seconds']:8.1f} {r['wall']:10.1f} {messages / r['seconds']:10,.0f} "
@@ -251,9 +256,9 @@ def print_detail(m: dict, target: Target) -> None:
 def print_scale(rows: list[dict], target: Target) -> None:
     print(f"\nscaling, master: {target.label}, {os.cpu_count()} cores (audit s and baseline s: "
           "job time in the driver; wall s: the audit's whole driver process; msgs/s and ratio "
-          "from job time; shuffle: bytes written per message; RSS: the audit driver's tree)")
+          "from job time; shuffle: bytes written per message; PSS: the audit driver's process tree)")
     print(f"{'messages':>12s} {'audit s':>9s} {'wall s':>8s} {'msgs/s':>10s} {'baseline s':>11s} "
-          f"{'ratio':>6s} {'shuffle B/msg':>14s} {'peak RSS':>10s} {'truth':>6s}")
+          f"{'ratio':>6s} {'shuffle B/msg':>14s} {'peak PSS':>10s} {'truth':>6s}")
     for m in rows:
         a, b, n = m["audit"], m["baseline"], m["messages"]
         print(f"{n:12,d} {a['seconds']:9.1f} {a['wall']:8.1f} {n / a['seconds']:10,.0f} "
