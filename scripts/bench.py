@@ -20,7 +20,8 @@ driver's alone (the executors run in the workers' process trees).
 
 Scaling: BENCH_SCALE=1000000,3000000,10000000 runs the measurement at each size (data is
 generated once per size under BENCH_DIR and reused) and ends with one table: messages,
-audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver memory (PSS).
+audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver
+memory (PSS).
 """
 
 from __future__ import annotations
@@ -256,7 +257,8 @@ def print_detail(m: dict, target: Target) -> None:
 def print_scale(rows: list[dict], target: Target) -> None:
     print(f"\nscaling, master: {target.label}, {os.cpu_count()} cores (audit s and baseline s: "
           "job time in the driver; wall s: the audit's whole driver process; msgs/s and ratio "
-          "from job time; shuffle: bytes written per message; PSS: the audit driver's process tree)")
+          "from job time; shuffle: bytes written per message; PSS: the audit driver's process "
+          "tree)")
     print(f"{'messages':>12s} {'audit s':>9s} {'wall s':>8s} {'msgs/s':>10s} {'baseline s':>11s} "
           f"{'ratio':>6s} {'shuffle B/msg':>14s} {'peak PSS':>10s} {'truth':>6s}")
     for m in rows:
