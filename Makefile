@@ -48,6 +48,14 @@ lint: setup
 bench: setup
 	BENCH_MESSAGES=$(BENCH_MESSAGES) $(BIN)/python scripts/bench.py
 
+# Hostile-input property tests with many more Hypothesis examples than CI runs
+# (FUZZ_EXAMPLES=N to choose; FUZZ_SHRINK=1 to let Hypothesis shrink a failure).
+FUZZ_EXAMPLES ?= 20
+.PHONY: fuzz
+fuzz: setup
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  tests/test_fuzz.py tests/test_fast_path.py
+
 # A local Spark standalone cluster on 127.0.0.1 (a master and 2 workers, 1 core and 2 GB each;
 # ports, PIDs and the temp dir in a state file). cluster-up prints the spark:// URL, e.g. for
 # BENCH_MASTER=spark://… make bench or AIRFLOW_CONN_SPARK_DEFAULT; cluster-down stops it by PID.

@@ -10,6 +10,7 @@ skipped and counted in the returned extra counts.
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 from ..config import AuditConfig
@@ -57,7 +58,13 @@ def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir
     for i, (path, origin) in enumerate(zip(files, origins, strict=True)):
         target = out_dir / f"{i:05d}_{stem(origin)[:60] or 'input'}.{source}.jsonl"
         with RowWriter(target, source, origin) as writer:
-            module.convert_file(path, origin, source, writer, opts)
+            try:
+                module.convert_file(path, origin, source, writer, opts)
+            except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip, I/O
+                from ..ingest.files import InputError
+
+                raise InputError(f"{origin}: cannot be read: {type(exc).__name__}: "
+                                 f"{exc}") from exc
         written.append(str(target))
         counts["adapter_rows"] = counts.get("adapter_rows", 0) + writer.rows
         counts["adapter_errors"] = counts.get("adapter_errors", 0) + writer.errors

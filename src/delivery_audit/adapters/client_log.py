@@ -66,6 +66,9 @@ _LEAVE = re.compile(r"sending LeaveGroup request(?: to coordinator \S+(?: \([^)]
 _JOINED = re.compile(r"Successfully joined group(?: (?P<g>\S+))? with generation "
                      r"(?:Generation\{generationId=(?P<gen1>-?\d+)|(?P<gen2>-?\d+))")
 _DEDUP_MS = 1_000
+# (?<!\s): tried once per run of spaces, not from each of them (a line padded with a
+# million spaces would take minutes)
+_FOR_GROUP_TAIL = re.compile(r"(?<!\s)\s++for group \S+.*$")
 
 
 def partitions_of(text: str) -> list[tuple[str, int]]:
@@ -75,7 +78,7 @@ def partitions_of(text: str) -> list[tuple[str, int]]:
     if found:
         return found
     body = text.strip()
-    body = re.sub(r"\s+for group \S+.*$", "", body)
+    body = _FOR_GROUP_TAIL.sub("", body)
     body = body.strip().strip("[]{}()").strip()
     out: list[tuple[str, int]] = []
     for part in re.split(r",\s*", body):
@@ -106,60 +109,61 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     ctx = _Context(opts, origin)
     last_ts: int | None = None
     for n, line in open_lines(path):
-        if not line.strip():
-            continue
-        ts, ts_problem, end = clock.parse(line)
-        rest = line[end:]
-        events = _events(rest)
-        if ts is None and ts_problem is None and end == 0:
-            ts = last_ts  # a continuation line (stack trace, exception message)
-        elif ts is not None:
-            last_ts = ts
-        thread_m = _THREAD.match(rest)
-        thread = thread_m.group("thread") if thread_m else None
-        prefix = _PREFIX.search(rest)
-        if prefix:
-            who = (prefix.group("group") or None, prefix.group("client"))
-            if thread:
-                ctx.threads[thread] = who
-        else:
-            who = ctx.threads.get(thread or "", ctx.last)
-            g = _FOR_GROUP.search(rest)
-            if g:
-                who = (g.group("group"), who[1])
-        if prefix or _FOR_GROUP.search(rest):
-            ctx.last = who
-        if not events:
-            w.count("skipped_lines")
-            continue
-        if ts_problem:
-            w.error(n, ts_problem, line)
-            continue
-        if ts is None:
-            w.error(n, "no timestamp on the line or before it", line)
-            continue
-        group, member = who
-        if not group and not any(ev.get("group") for ev in events):
-            w.error(n, "consumer group unknown: no groupId on the line; set adapters.group",
-                    line)
-            continue
-        for ev in events:
-            group = ev.get("group") or who[0]
-            if ev["event"] == "joined_group" and ev.get("generation") is not None:
-                ctx.generation[(group, member)] = ev["generation"]
-            gen = ev.get("generation", ctx.generation.get((group, member)))
-            dedup_key = (group, member, ev["event"], ev.get("topic"), ev.get("partition"),
-                         ev.get("offset"))
-            seen = ctx.recent.get(dedup_key)
-            if seen is not None and abs(ts - seen) <= _DEDUP_MS:
-                w.count("duplicate_log_events")
+        with w.guard(n, line):
+            if not line.strip():
                 continue
-            ctx.recent[dedup_key] = ts
-            w.row(n, group_id=group, member_id=member, ts=ts, event=ev["event"],
-                  topic=ev.get("topic"), partition=ev.get("partition"), offset=ev.get("offset"),
-                  generation=gen, detail=ev.get("detail"))
-        if len(ctx.recent) > 10_000:
-            ctx.recent = {k: v for k, v in ctx.recent.items() if ts - v <= _DEDUP_MS}
+            ts, ts_problem, end = clock.parse(line)
+            rest = line[end:]
+            events = _events(rest)
+            if ts is None and ts_problem is None and end == 0:
+                ts = last_ts  # a continuation line (stack trace, exception message)
+            elif ts is not None:
+                last_ts = ts
+            thread_m = _THREAD.match(rest)
+            thread = thread_m.group("thread") if thread_m else None
+            prefix = _PREFIX.search(rest)
+            if prefix:
+                who = (prefix.group("group") or None, prefix.group("client"))
+                if thread:
+                    ctx.threads[thread] = who
+            else:
+                who = ctx.threads.get(thread or "", ctx.last)
+                g = _FOR_GROUP.search(rest)
+                if g:
+                    who = (g.group("group"), who[1])
+            if prefix or _FOR_GROUP.search(rest):
+                ctx.last = who
+            if not events:
+                w.count("skipped_lines")
+                continue
+            if ts_problem:
+                w.error(n, ts_problem, line)
+                continue
+            if ts is None:
+                w.error(n, "no timestamp on the line or before it", line)
+                continue
+            group, member = who
+            if not group and not any(ev.get("group") for ev in events):
+                w.error(n, "consumer group unknown: no groupId on the line; set adapters.group",
+                        line)
+                continue
+            for ev in events:
+                group = ev.get("group") or who[0]
+                if ev["event"] == "joined_group" and ev.get("generation") is not None:
+                    ctx.generation[(group, member)] = ev["generation"]
+                gen = ev.get("generation", ctx.generation.get((group, member)))
+                dedup_key = (group, member, ev["event"], ev.get("topic"), ev.get("partition"),
+                             ev.get("offset"))
+                seen = ctx.recent.get(dedup_key)
+                if seen is not None and abs(ts - seen) <= _DEDUP_MS:
+                    w.count("duplicate_log_events")
+                    continue
+                ctx.recent[dedup_key] = ts
+                w.row(n, group_id=group, member_id=member, ts=ts, event=ev["event"],
+                      topic=ev.get("topic"), partition=ev.get("partition"), offset=ev.get("offset"),
+                      generation=gen, detail=ev.get("detail"))
+            if len(ctx.recent) > 10_000:
+                ctx.recent = {k: v for k, v in ctx.recent.items() if ts - v <= _DEDUP_MS}
 
 
 def _events(text: str) -> list[dict]:

@@ -13,6 +13,7 @@ import io
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path, PurePath
@@ -40,11 +41,12 @@ def stem(origin: str) -> str:
 
 
 def open_lines(path: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text without the line break) of a local file, gzip allowed."""
+    """(1-based line number, text without the line break) of a local file, gzip allowed.
+    A UTF-8 byte order mark opening the file is not text (as in Spark's line reader)."""
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
     raw = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
-    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as fh:
+    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=None) as fh:
         for n, line in enumerate(fh, start=1):
             yield n, line.rstrip("\r\n")
 
@@ -222,32 +224,47 @@ class LogClock:
         elif tz:
             sign = 1 if tz[0] == "+" else -1
             digits = tz[1:].replace(":", "")
-            from datetime import timezone
-
-            tzinfo = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
-        if m.group("date"):
-            day = date.fromisoformat(m.group("date"))
-            self.day = day
-            rolled = False
-        else:
-            if self.day is None:
-                return None, ("time-only timestamp and no day: set adapters.date "
-                              "(or audit with a window)"), m.end()
-            day, rolled = self.day, True
+            # a timedelta here; made a timezone below, where a bad offset is an error
+            tzinfo = sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
         try:
+            if m.group("date"):
+                day = date.fromisoformat(m.group("date"))
+                rolled = False
+            else:
+                if self.day is None:
+                    return None, ("time-only timestamp and no day: set adapters.date "
+                                  "(or audit with a window)"), m.end()
+                day, rolled = self.day, True
+            if tz and tz not in ("Z", "UTC"):
+                from datetime import timezone
+
+                tzinfo = timezone(tzinfo)  # a fixed offset, built above as a timedelta
             dt = datetime(day.year, day.month, day.day, int(m.group("h")), int(m.group("m")),
                           int(m.group("s")), int(frac), tzinfo=tzinfo)
-        except ValueError as exc:
+            ms = epoch_ms(dt)
+            if rolled and self.last_ms is not None and ms < self.last_ms - 12 * 3_600_000:
+                next_day = day + timedelta(days=1)  # the clock went past midnight
+                ms += 86_400_000
+                self.day = next_day
+        except (ValueError, OverflowError) as exc:  # 2026-13-45, +99:00, past year 9999
             return None, f"bad timestamp: {exc}", m.end()
-        ms = epoch_ms(dt)
-        if rolled and self.last_ms is not None and ms < self.last_ms - 12 * 3_600_000:
-            self.day = day + timedelta(days=1)  # the clock went past midnight
-            ms += 86_400_000
+        if m.group("date"):
+            self.day = day
         self.last_ms = ms
         return ms, None, m.end()
 
 
 # --------------------------------------------------------------------------- writer
+
+
+# The files RowWriter wrote in this process: only in those are __file/__line/__raw/__error
+# honoured by ingestion (ingest/tokens.py); in a user's JSON Lines file they are ordinary
+# unknown fields, so a row cannot claim another file or line.
+_WRITTEN: set[str] = set()
+
+
+def written_by_adapter(path: str) -> bool:
+    return str(path) in _WRITTEN
 
 
 class RowWriter:
@@ -262,7 +279,10 @@ class RowWriter:
         self.errors = 0
         self.counts: dict[str, int] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115
+        # a lone surrogate (JSON "\ud800" in the input) cannot be encoded: written as the
+        # same JSON escape, inside the string it came from
+        self._fh = open(path, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+        _WRITTEN.add(str(path))
 
     def row(self, line_no: int, **values: Any) -> None:
         unknown = set(values) - set(self.names)
@@ -284,6 +304,17 @@ class RowWriter:
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
+
+    @contextmanager
+    def guard(self, line_no: int, raw: str) -> Iterator[None]:
+        """Convert one line; whatever it raises (a 5,000-digit number, a value of an
+        unexpected type) makes the line an error row instead of stopping the run."""
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001 - any failure is this line's problem
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            self.error(line_no, f"cannot convert the line: {type(exc).__name__}: "
+                                f"{text[:200]}", raw)
 
     def close(self) -> None:
         self._fh.close()
@@ -308,12 +339,21 @@ def as_int(value: Any) -> int | None:
     return None
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def json_object(line: str) -> tuple[dict[str, Any] | None, str | None]:
-    """A JSON object from a line, or the reason it is not one."""
+    """A JSON object from a line, or the reason it is not one (strict JSON: no NaN or
+    Infinity, which json.loads would take and json.dumps write back as invalid JSON)."""
     try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, ValueError) as exc:
+        obj = json.loads(line, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
         return None, f"not valid JSON: {exc.msg}"
+    except ValueError as exc:  # NaN, or a number of more than 4,300 digits
+        return None, f"not valid JSON: {str(exc).splitlines()[0][:120]}"
+    except RecursionError:
+        return None, "not valid JSON: nested too deeply"
     if not isinstance(obj, dict):
         return None, "not a JSON object"
     return obj, None

@@ -22,6 +22,8 @@ from .common import Options, RowWriter, extract_seq, open_lines
 
 SOURCES = ("broker", "ledger")
 DEFAULT_GROUP = "console-consumer"
+# ASCII digits only: str.isdigit() also takes "²", which int() refuses
+_DIGITS = re.compile(r"[0-9]+")
 _HEADERS = re.compile(r"^(NO_HEADERS|[^:,\t]+:[^,\t]*(,[^:,\t]+:[^,\t]*)*)$")
 
 
@@ -43,67 +45,68 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     group = opts.group or DEFAULT_GROUP
     member = opts.member_for(origin)
     for n, line in open_lines(path):
-        if not line.strip():
-            continue
-        if line.startswith("Processed a total of "):
-            w.count("skipped_lines")
-            continue
-        parts = line.split(sep)
-        ts: int | None = None
-        partition = offset = None
-        topic = opts.topic
-        bad = None
-        i = 0
-        while i < len(parts):
-            p = parts[i]
-            m = re.fullmatch(r"(CreateTime|LogAppendTime):(-?\d+)", p)
-            if m:
-                ts = int(m.group(2)) if int(m.group(2)) >= 0 else None
-            elif p == "NO_TIMESTAMP":
-                ts = None
-            elif p.startswith("Partition:"):
-                v = p[len("Partition:"):]
-                partition = int(v) if v.isdigit() else None
-                bad = bad or (None if v.isdigit() else f"bad partition {v[:20]!r}")
-            elif p.startswith("Offset:"):
-                v = p[len("Offset:"):]
-                offset = int(v) if v.isdigit() else None
-                bad = bad or (None if v.isdigit() else f"bad offset {v[:20]!r}")
-            elif p.startswith("Topic:"):
-                topic = p[len("Topic:"):]
-            else:
-                break
-            i += 1
-        rest = parts[i:]
-        if bad:
-            w.error(n, bad, line)
-            continue
-        if partition is None or offset is None:
-            w.error(n, "no Partition:/Offset: fields (print.partition and print.offset "
-                       "are needed)", line)
-            continue
-        if not topic:
-            w.error(n, "topic unknown: set adapters.topic", line)
-            continue
-        headers: dict[str, str] = {}
-        if rest and (with_headers or (with_headers is None and len(rest) >= 3
-                                      and _HEADERS.match(rest[0]))):
-            headers = _headers(rest[0])
-            rest = rest[1:]
-        key: str | None = None
-        if with_key and len(rest) >= 2:
-            key = None if rest[0] == "null" else rest[0]
-            rest = rest[1:]
-        value = sep.join(rest) if rest else None
-        if value == "null":
-            value = None
-        seq = extract_seq(value, opts.seq, headers)
-        if source == "broker":
-            w.row(n, topic=topic, partition=partition, offset=offset, key=key, seq=seq,
-                  timestamp=ts, producer_id=opts.producer_id)
-        else:
-            if ts is None:
-                w.error(n, "no record timestamp to stand for the processing time", line)
+        with w.guard(n, line):
+            if not line.strip():
                 continue
-            w.row(n, group_id=group, member_id=member, topic=topic, partition=partition,
-                  offset=offset, key=key, seq=seq, started_ts=ts, outcome="success")
+            if line.startswith("Processed a total of "):
+                w.count("skipped_lines")
+                continue
+            parts = line.split(sep)
+            ts: int | None = None
+            partition = offset = None
+            topic = opts.topic
+            bad = None
+            i = 0
+            while i < len(parts):
+                p = parts[i]
+                m = re.fullmatch(r"(CreateTime|LogAppendTime):(-?\d+)", p)
+                if m:
+                    ts = int(m.group(2)) if int(m.group(2)) >= 0 else None
+                elif p == "NO_TIMESTAMP":
+                    ts = None
+                elif p.startswith("Partition:"):
+                    v = p[len("Partition:"):]
+                    partition = int(v) if _DIGITS.fullmatch(v) else None
+                    bad = bad or (None if _DIGITS.fullmatch(v) else f"bad partition {v[:20]!r}")
+                elif p.startswith("Offset:"):
+                    v = p[len("Offset:"):]
+                    offset = int(v) if _DIGITS.fullmatch(v) else None
+                    bad = bad or (None if _DIGITS.fullmatch(v) else f"bad offset {v[:20]!r}")
+                elif p.startswith("Topic:"):
+                    topic = p[len("Topic:"):]
+                else:
+                    break
+                i += 1
+            rest = parts[i:]
+            if bad:
+                w.error(n, bad, line)
+                continue
+            if partition is None or offset is None:
+                w.error(n, "no Partition:/Offset: fields (print.partition and print.offset "
+                           "are needed)", line)
+                continue
+            if not topic:
+                w.error(n, "topic unknown: set adapters.topic", line)
+                continue
+            headers: dict[str, str] = {}
+            if rest and (with_headers or (with_headers is None and len(rest) >= 3
+                                          and _HEADERS.match(rest[0]))):
+                headers = _headers(rest[0])
+                rest = rest[1:]
+            key: str | None = None
+            if with_key and len(rest) >= 2:
+                key = None if rest[0] == "null" else rest[0]
+                rest = rest[1:]
+            value = sep.join(rest) if rest else None
+            if value == "null":
+                value = None
+            seq = extract_seq(value, opts.seq, headers)
+            if source == "broker":
+                w.row(n, topic=topic, partition=partition, offset=offset, key=key, seq=seq,
+                      timestamp=ts, producer_id=opts.producer_id)
+            else:
+                if ts is None:
+                    w.error(n, "no record timestamp to stand for the processing time", line)
+                    continue
+                w.row(n, group_id=group, member_id=member, topic=topic, partition=partition,
+                      offset=offset, key=key, seq=seq, started_ts=ts, outcome="success")

@@ -41,7 +41,7 @@ _LEFT = re.compile(r"Member(?:\[[^\]]*member\.id (?P<m1>[^\],\s]+)[^\]]*\]| (?P<
 _EMPTY = re.compile(r"Group (?P<g>\S+) with generation (?P<gen>-?\d+) is now empty")
 _REMOVING = re.compile(r"[Rr]emoving member (?P<m>\S+?) on (?P<how>heartbeat expiration|"
                        r"LeaveGroup)(?:; client reason: (?P<why>[^)]*))?")
-_LOGGER_TAIL = re.compile(r"\s*\(kafka\.[\w.]+\)\s*$")
+_LOGGER_TAIL = re.compile(r"\(kafka\.[\w.]++\)\s*+$")
 
 
 def _member(raw: str, opts: Options) -> str:
@@ -52,7 +52,10 @@ def _reason(text: str) -> str | None:
     i = text.find("(reason: ")
     if i < 0:
         return None
-    body = _LOGGER_TAIL.sub("", text[i + len("(reason: "):])
+    body = text[i + len("(reason: "):]
+    tail = _LOGGER_TAIL.search(body)
+    if tail:
+        body = body[:tail.start()].rstrip()
     return body[:-1] if body.endswith(")") else body
 
 
@@ -108,16 +111,17 @@ def _events(text: str, opts: Options) -> list[dict]:
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     clock = LogClock(opts)
     for n, line in open_lines(path):
-        if not line.strip():
-            continue
-        ts, problem, end = clock.parse(line)
-        events = _events(line[end:], opts)
-        if not events:
-            w.count("skipped_lines")
-            continue
-        if problem or ts is None:
-            w.error(n, problem or "no timestamp at the start of the line", line)
-            continue
-        for ev in events:
-            w.row(n, ts=ts, member_id=ev.get("member_id"), group_id=ev["group_id"],
-                  event=ev["event"], generation=ev.get("generation"), detail=ev.get("detail"))
+        with w.guard(n, line):
+            if not line.strip():
+                continue
+            ts, problem, end = clock.parse(line)
+            events = _events(line[end:], opts)
+            if not events:
+                w.count("skipped_lines")
+                continue
+            if problem or ts is None:
+                w.error(n, problem or "no timestamp at the start of the line", line)
+                continue
+            for ev in events:
+                w.row(n, ts=ts, member_id=ev.get("member_id"), group_id=ev["group_id"],
+                      event=ev["event"], generation=ev.get("generation"), detail=ev.get("detail"))

@@ -27,10 +27,12 @@ from .common import Options, RowWriter, extract_seq, open_lines
 
 SOURCES = ("broker",)
 
-_DUMPING = re.compile(r"^Dumping\s+(?P<path>\S.*?)\s*$")
+_DUMPING = re.compile(r"^Dumping\s++(?P<path>\S.*)$")
 _TOPIC_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 _START = re.compile(r"^(?:Log starting|Starting) offset:\s*-?\d+\s*$", re.IGNORECASE)
-_PAIR = re.compile(r"(\w+):\s*(\[[^\]]*\]|\S+)")
+# possessive and anchored at a word's start: a long run of word characters (a 1 MB
+# payload) is tried once, not from each of its characters (quadratic time)
+_PAIR = re.compile(r"(?<!\w)(\w++):\s*+(\[[^\]]*+\]|\S++)")
 _SKIP_PREFIXES = ("Mismatches in :", "Non-consecutive offsets in", "Found ",
                   "The following indexed offsets are not found in the log")
 
@@ -103,78 +105,79 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     topic, partition = opts.topic, opts.partition
     batch: _Batch | None = None
     for n, line in open_lines(path):
-        text = line.strip()
-        if not text:
-            continue
-        m = _DUMPING.match(text)
-        if m:
-            t, p = topic_partition_of(m.group("path"))
-            if t is not None:
-                topic, partition = t, p
-            w.count("skipped_lines")
-            batch = None
-            continue
-        if _START.match(text) or text.startswith(_SKIP_PREFIXES):
-            w.count("skipped_lines")
-            continue
-        if text.startswith("baseOffset:"):
-            batch = _Batch(_lower_keys(_PAIR.findall(text)))
-            w.count("skipped_lines")
-            continue
-        record = text[1:].lstrip() if text.startswith("|") else text
-        if not record.startswith("offset:"):
-            w.error(n, "unrecognised dump-log line", line)
-            continue
-        head, key, payload, control = _split_record(record)
-        fields = _lower_keys(_PAIR.findall(head))
-        offset = _num(fields, "offset")
-        key_size = _num(fields, "keysize")
-        value_size = _num(fields, "valuesize")
-        if control or (batch is not None and batch.control):
-            w.count("control_records")
-            continue
-        if offset is None:
-            w.error(n, "record line without a numeric offset", line)
-            continue
-        if key_size is None and value_size is None and payload is None:
-            w.error(n, "not a record line (an index entry? dump the .log segment)", line)
-            continue
-        if topic is None or partition is None:
-            w.error(n, "topic/partition unknown: no 'Dumping …/<topic>-<partition>/…log' "
-                       "line; set adapters.topic and adapters.partition", line)
-            continue
-        if key_size is not None and key_size >= 0:
-            if key is None:
-                w.error(n, f"key not printed (keySize {key_size}): cannot attribute the "
-                           "record; dump with --print-data-log", line)
+        with w.guard(n, line):
+            text = line.strip()
+            if not text:
                 continue
-            if len(key.encode("utf-8")) != key_size:
-                m_key = re.search(r"(?:^|\s)key:\s?", record)
-                exact = _key_by_size(record, m_key.end(), key_size) if m_key else None
-                if exact is not None:
-                    key = exact
-                    rest = record[m_key.end() + len(exact):]
-                    m_p = re.match(r"\s*payload:\s?", rest)
-                    payload = rest[m_p.end():] if m_p else payload
-        elif key_size is not None and key_size < 0:
-            key = None
-        ts = _num(fields, "createtime", "logappendtime", "timestamp")
-        seq_in_record = _num(fields, "sequence")
-        batch_sequence = seq_in_record if seq_in_record is not None and seq_in_record >= 0 \
-            else None
-        if batch_sequence is None and batch is not None and batch.base_sequence is not None \
-                and batch.base_offset is not None:
-            batch_sequence = batch.base_sequence + (offset - batch.base_offset)
-        pid = batch.producer_id if batch is not None else None
-        if pid is None:
-            own = _num(fields, "producerid")
-            pid = own if own is not None and own >= 0 else None
-        epoch = batch.epoch if batch is not None else None
-        if epoch is None:
-            own = _num(fields, "producerepoch")
-            epoch = own if own is not None and own >= 0 else None
-        w.row(n, topic=topic, partition=partition, offset=offset, key=key,
-              seq=extract_seq(payload, opts.seq) if opts.seq.source != "header" else None,
-              timestamp=ts if ts is not None and ts >= 0 else None,
-              producer_id=opts.producer_id, pid=pid, producer_epoch=epoch,
-              batch_sequence=batch_sequence)
+            m = _DUMPING.match(text)
+            if m:
+                t, p = topic_partition_of(m.group("path").strip())
+                if t is not None:
+                    topic, partition = t, p
+                w.count("skipped_lines")
+                batch = None
+                continue
+            if _START.match(text) or text.startswith(_SKIP_PREFIXES):
+                w.count("skipped_lines")
+                continue
+            if text.startswith("baseOffset:"):
+                batch = _Batch(_lower_keys(_PAIR.findall(text)))
+                w.count("skipped_lines")
+                continue
+            record = text[1:].lstrip() if text.startswith("|") else text
+            if not record.startswith("offset:"):
+                w.error(n, "unrecognised dump-log line", line)
+                continue
+            head, key, payload, control = _split_record(record)
+            fields = _lower_keys(_PAIR.findall(head))
+            offset = _num(fields, "offset")
+            key_size = _num(fields, "keysize")
+            value_size = _num(fields, "valuesize")
+            if control or (batch is not None and batch.control):
+                w.count("control_records")
+                continue
+            if offset is None:
+                w.error(n, "record line without a numeric offset", line)
+                continue
+            if key_size is None and value_size is None and payload is None:
+                w.error(n, "not a record line (an index entry? dump the .log segment)", line)
+                continue
+            if topic is None or partition is None:
+                w.error(n, "topic/partition unknown: no 'Dumping …/<topic>-<partition>/…log' "
+                           "line; set adapters.topic and adapters.partition", line)
+                continue
+            if key_size is not None and key_size >= 0:
+                if key is None:
+                    w.error(n, f"key not printed (keySize {key_size}): cannot attribute the "
+                               "record; dump with --print-data-log", line)
+                    continue
+                if len(key.encode("utf-8")) != key_size:
+                    m_key = re.search(r"(?:^|\s)key:\s?", record)
+                    exact = _key_by_size(record, m_key.end(), key_size) if m_key else None
+                    if exact is not None:
+                        key = exact
+                        rest = record[m_key.end() + len(exact):]
+                        m_p = re.match(r"\s*payload:\s?", rest)
+                        payload = rest[m_p.end():] if m_p else payload
+            elif key_size is not None and key_size < 0:
+                key = None
+            ts = _num(fields, "createtime", "logappendtime", "timestamp")
+            seq_in_record = _num(fields, "sequence")
+            batch_sequence = seq_in_record if seq_in_record is not None and seq_in_record >= 0 \
+                else None
+            if batch_sequence is None and batch is not None and batch.base_sequence is not None \
+                    and batch.base_offset is not None:
+                batch_sequence = batch.base_sequence + (offset - batch.base_offset)
+            pid = batch.producer_id if batch is not None else None
+            if pid is None:
+                own = _num(fields, "producerid")
+                pid = own if own is not None and own >= 0 else None
+            epoch = batch.epoch if batch is not None else None
+            if epoch is None:
+                own = _num(fields, "producerepoch")
+                epoch = own if own is not None and own >= 0 else None
+            w.row(n, topic=topic, partition=partition, offset=offset, key=key,
+                  seq=extract_seq(payload, opts.seq) if opts.seq.source != "header" else None,
+                  timestamp=ts if ts is not None and ts >= 0 else None,
+                  producer_id=opts.producer_id, pid=pid, producer_epoch=epoch,
+                  batch_sequence=batch_sequence)

@@ -30,48 +30,49 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     group = opts.group or DEFAULT_GROUP
     member = opts.member_for(origin)
     for n, line, obj in json_lines(path, w):
-        name = obj.get("name")
-        ts = as_int(obj.get("timestamp"))
-        wanted = ("record_data",) if source == "ledger" else (
-            "partitions_assigned", "partitions_revoked", "offsets_committed")
-        if name not in wanted:
-            if not isinstance(name, str):
-                w.error(n, "no event 'name'", line)
-            else:
-                w.count("skipped_lines")
-            continue
-        if ts is None:
-            w.error(n, "no epoch-ms 'timestamp'", line)
-            continue
-        if name == "record_data":
-            key, ok = key_text(obj.get("key"))
-            if not ok:
-                w.error(n, "key is not a string", line)
+        with w.guard(n, line):
+            name = obj.get("name")
+            ts = as_int(obj.get("timestamp"))
+            wanted = ("record_data",) if source == "ledger" else (
+                "partitions_assigned", "partitions_revoked", "offsets_committed")
+            if name not in wanted:
+                if not isinstance(name, str):
+                    w.error(n, "no event 'name'", line)
+                else:
+                    w.count("skipped_lines")
                 continue
-            value = obj.get("value")
-            seq = extract_seq(None if value is None else str(value), opts.seq)
-            w.row(n, group_id=group, member_id=member, topic=obj.get("topic"),
-                  partition=obj.get("partition"), offset=obj.get("offset"), key=key, seq=seq,
-                  started_ts=ts, outcome="success")
-            continue
-        field = "offsets" if name == "offsets_committed" else "partitions"
-        parts = _partitions(obj, field)
-        if parts is None:
-            w.error(n, f"'{field}' is not a list of objects", line)
-            continue
-        if not parts:
-            w.count("skipped_lines")  # an empty assignment/commit changes nothing
-            continue
-        if name == "offsets_committed":
-            ok = obj.get("success", True) is not False
-            event = "commit" if ok else "commit_failed"
-            detail = None if ok else (str(obj.get("error") or "commit failed"))
-            for p in parts:
-                w.row(n, group_id=group, member_id=member, ts=ts, event=event,
-                      topic=p.get("topic"), partition=p.get("partition"),
-                      offset=p.get("offset"), detail=detail)
-        else:
-            event = "assigned" if name == "partitions_assigned" else "revoked"
-            for p in parts:
-                w.row(n, group_id=group, member_id=member, ts=ts, event=event,
-                      topic=p.get("topic"), partition=p.get("partition"))
+            if ts is None:
+                w.error(n, "no epoch-ms 'timestamp'", line)
+                continue
+            if name == "record_data":
+                key, ok = key_text(obj.get("key"))
+                if not ok:
+                    w.error(n, "key is not a string", line)
+                    continue
+                value = obj.get("value")
+                seq = extract_seq(None if value is None else str(value), opts.seq)
+                w.row(n, group_id=group, member_id=member, topic=obj.get("topic"),
+                      partition=obj.get("partition"), offset=obj.get("offset"), key=key, seq=seq,
+                      started_ts=ts, outcome="success")
+                continue
+            field = "offsets" if name == "offsets_committed" else "partitions"
+            parts = _partitions(obj, field)
+            if parts is None:
+                w.error(n, f"'{field}' is not a list of objects", line)
+                continue
+            if not parts:
+                w.count("skipped_lines")  # an empty assignment/commit changes nothing
+                continue
+            if name == "offsets_committed":
+                ok = obj.get("success", True) is not False
+                event = "commit" if ok else "commit_failed"
+                detail = None if ok else (str(obj.get("error") or "commit failed"))
+                for p in parts:
+                    w.row(n, group_id=group, member_id=member, ts=ts, event=event,
+                          topic=p.get("topic"), partition=p.get("partition"),
+                          offset=p.get("offset"), detail=detail)
+            else:
+                event = "assigned" if name == "partitions_assigned" else "revoked"
+                for p in parts:
+                    w.row(n, group_id=group, member_id=member, ts=ts, event=event,
+                          topic=p.get("topic"), partition=p.get("partition"))

@@ -19,36 +19,37 @@ NOT_ROWS = ("startup_complete", "shutdown_complete", "tool_data")
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     producer = opts.producer_id or None
     for n, line, obj in json_lines(path, w):
-        name = obj.get("name")
-        if name in NOT_ROWS:
-            w.count("skipped_lines")
-            continue
-        if name not in ("producer_send_success", "producer_send_error"):
-            w.error(n, f"unknown verifiable-producer event {str(name)[:40]!r}", line)
-            continue
-        ts = as_int(obj.get("timestamp"))
-        if ts is None:
-            w.error(n, "no epoch-ms 'timestamp'", line)
-            continue
-        key, ok = key_text(obj.get("key"))
-        if not ok:
-            w.error(n, "key is not a string", line)
-            continue
-        value = obj.get("value")
-        seq = extract_seq(None if value is None else str(value), opts.seq)
-        if seq is None:
-            w.error(n, f"value {str(value)[:40]!r} carries no sequence number", line)
-            continue
-        topic = obj.get("topic")
-        common = dict(send_ts=ts, topic=topic, key=key, seq=seq, ack_ts=ts,
-                      producer_id=producer, idempotent=opts.idempotent)
-        if name == "producer_send_success":
-            w.row(n, status="acked", partition=obj.get("partition"), offset=obj.get("offset"),
-                  **common)
-        else:
-            exc = str(obj.get("exception") or "")
-            msg = str(obj.get("message") or "")
-            status = "timeout" if "timeout" in exc.lower() else "failed"
-            error = ": ".join(x for x in (exc, msg) if x) or None
-            w.row(n, status=status, partition=obj.get("partition"), offset=None,
-                  error=error, **common)
+        with w.guard(n, line):
+            name = obj.get("name")
+            if name in NOT_ROWS:
+                w.count("skipped_lines")
+                continue
+            if name not in ("producer_send_success", "producer_send_error"):
+                w.error(n, f"unknown verifiable-producer event {str(name)[:40]!r}", line)
+                continue
+            ts = as_int(obj.get("timestamp"))
+            if ts is None:
+                w.error(n, "no epoch-ms 'timestamp'", line)
+                continue
+            key, ok = key_text(obj.get("key"))
+            if not ok:
+                w.error(n, "key is not a string", line)
+                continue
+            value = obj.get("value")
+            seq = extract_seq(None if value is None else str(value), opts.seq)
+            if seq is None:
+                w.error(n, f"value {str(value)[:40]!r} carries no sequence number", line)
+                continue
+            topic = obj.get("topic")
+            common = dict(send_ts=ts, topic=topic, key=key, seq=seq, ack_ts=ts,
+                          producer_id=producer, idempotent=opts.idempotent)
+            if name == "producer_send_success":
+                w.row(n, status="acked", partition=obj.get("partition"), offset=obj.get("offset"),
+                      **common)
+            else:
+                exc = str(obj.get("exception") or "")
+                msg = str(obj.get("message") or "")
+                status = "timeout" if "timeout" in exc.lower() else "failed"
+                error = ": ".join(x for x in (exc, msg) if x) or None
+                w.row(n, status=status, partition=obj.get("partition"), offset=None,
+                      error=error, **common)

@@ -65,8 +65,78 @@ def _check_magic(path: str, fmt: str) -> None:
                                      "truncated or another format)")
     except OSError as exc:
         raise InputError(f"{path}: cannot be read: {exc.strerror}") from exc
-    if path.lower().endswith(".gz") and head[:2] != b"\x1f\x8b":
+    gz = path.lower().endswith(".gz")
+    if gz and head[:2] != b"\x1f\x8b":
         raise InputError(f"{path}: named .gz but is not gzip data")
+    if fmt == "parquet":
+        _check_parquet_footer(path)
+        return
+    if gz and fmt in FORMATS:  # Spark reads it; adapters report a bad stream themselves
+        _check_gzip_stream(path)
+    _check_text(path, fmt, head, gz)
+
+
+_SAMPLE = 64 * 1024
+
+
+def _check_parquet_footer(path: str) -> None:
+    """Magic bytes at both ends are not enough (a file cut and patched, a corrupt footer):
+    the footer must parse, else Spark fails later with a stack trace."""
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_metadata(path)
+    except Exception as exc:  # pyarrow raises several types for a bad footer
+        raise InputError(f"{path}: not a readable Parquet file (corrupt or truncated "
+                         f"footer: {str(exc).splitlines()[0][:200]})") from exc
+
+
+def _check_gzip_stream(path: str) -> None:
+    """Decompress the whole file (bounded memory): a truncated or corrupt gzip stream
+    fails here with its name, not mid-job. Costs one streaming pass over the file."""
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: corrupt or truncated gzip data "
+                         f"({type(exc).__name__}: {exc})") from exc
+
+
+def _check_text(path: str, fmt: str, head: bytes, gz: bool) -> None:
+    """A text input (JSON Lines, CSV, a tool's output) that is plainly something else:
+    gzip data without the .gz name, a Parquet file, UTF-16, or binary data. A few bad
+    bytes are bad rows (quarantined); a file mostly made of them is not text at all."""
+    import gzip
+    import zlib
+
+    if not gz and head[:2] == b"\x1f\x8b" and fmt != "text":  # adapters detect gzip
+        raise InputError(f"{path}: gzip data in a file not named .gz (name it .gz)")
+    try:
+        opener = gzip.open if gz or head[:2] == b"\x1f\x8b" else open
+        with opener(path, "rb") as fh:
+            sample = fh.read(_SAMPLE)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: corrupt or truncated gzip data "
+                         f"({type(exc).__name__}: {exc})") from exc
+    what = "the text" if not gz else "the decompressed text"
+    if sample[:4] == b"PAR1":
+        raise InputError(f"{path}: a Parquet file, not {fmt} (name it .parquet)")
+    if sample[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise InputError(f"{path}: UTF-16 text; inputs must be UTF-8")
+    if len(sample) == _SAMPLE:  # do not judge a character cut at the sample's end
+        sample = sample[:-4]
+    if not sample:
+        return
+    decoded = sample.decode("utf-8", errors="replace")
+    bad = decoded.count("\ufffd") + sum(
+        1 for c in decoded if c < " " and c not in "\t\n\r\f\x1b")
+    if bad > 16 and bad > len(decoded) // 10:
+        raise InputError(f"{path}: not UTF-8 text ({bad} of the first {len(decoded)} "
+                         f"characters of {what} are binary or invalid UTF-8)")
 
 
 def _expand_local(pattern: str) -> list[str]:

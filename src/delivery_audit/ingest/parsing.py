@@ -12,6 +12,10 @@ from pyspark.sql import functions as F
 from ..schemas import FIELDS, Field
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+# Offsets (the nonneg_long fields) stop one short of the long range: a log's end offset
+# (last offset + 1) must be a long too, so Kafka never writes 2^63 − 1, and the auditor
+# computes that end offset (an offset of 2^63 − 1 overflowed it and stopped the run)
+_OFFSET_MAX = 2**63 - 2
 # epoch ms beyond year 9999 (or before year 1) cannot be a Spark timestamp
 _MS_MIN, _MS_MAX = -62_135_596_800_000, 253_402_300_799_999
 _DIGITS = r"^[0-9]+$"
@@ -58,11 +62,20 @@ def _epoch_ms_text(kind: Column, text: Column) -> Column:
     )
 
 
+def _in_years_1_to_9999(ts: Column) -> Column:
+    """The timestamp itself when it lies in years 0001–9999 (UTC), else null. Spark's
+    cast takes ISO text of year 0, negative years and years past 9999 ("+10000-…"); the
+    same bound as epoch ms applies to them (a Python datetime cannot hold them either)."""
+    return F.when(ts.between(F.timestamp_micros(F.lit(_MS_MIN * 1000)),
+                             F.timestamp_micros(F.lit(_MS_MAX * 1000 + 999))), ts)
+
+
 def _timestamp_value(kind: Column, text: Column, ms_text: Column) -> Column:
     """Epoch milliseconds (integer or all-digit string) or ISO-8601 text."""
     ms = ms_text.try_cast("long")
     ms_ok = ms.between(F.lit(_MS_MIN), F.lit(_MS_MAX))
-    iso = F.when(kind.isin("string", "timestamp") & ms_text.isNull(), text.try_cast("timestamp"))
+    iso = F.when(kind.isin("string", "timestamp") & ms_text.isNull(),
+                 _in_years_1_to_9999(text.try_cast("timestamp")))
     return F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, ms))).otherwise(iso)
 
 
@@ -71,6 +84,9 @@ def _timestamp_problem(kind: Column, text: Column, ms_text: Column, value: Colum
         F.when(kind.isin("bool", "other"), F.concat(F.lit("wrong type ("), kind, F.lit(")")))
         .when(ms_text.isNotNull() & value.isNull(),
               F.concat(F.lit("epoch ms out of range "), _shown(text)))
+        .when(value.isNull() & kind.isin("string", "timestamp")
+              & text.try_cast("timestamp").isNotNull(),
+              F.concat(F.lit("timestamp out of range (years 1-9999) "), _shown(text)))
         .when(value.isNull(), F.concat(F.lit("not a timestamp "), _shown(text)))
     )
 
@@ -102,6 +118,9 @@ def _problem(f: Field, kind: Column, text: Column, aux: Column | None,
         if f.kind.endswith("int"):
             problem = F.coalesce(problem, F.when(~value.between(_INT_MIN, _INT_MAX), F.concat(
                 F.lit("integer out of range "), _shown(text))))
+        if f.kind == "nonneg_long":
+            problem = F.coalesce(problem, F.when(value > _OFFSET_MAX, F.concat(
+                F.lit("offset out of range "), _shown(text))))
         return problem
     if f.kind == "timestamp":
         return _timestamp_problem(kind, text, aux, value)
@@ -136,31 +155,52 @@ _ISO_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]"
 # text a non-string JSON value can render as: a number (also "Infinity" quoted),
 # a boolean, an object or an array
 _OTHER_KIND_TEXT = r'^[-0-9"{\[]|^(true|false)$'
+# The kinds the fast path looks at, per field kind. The JSON fast reader and CSV give
+# every present value the kind "string" (the text rules above then tell a JSON number
+# from a string); Parquet gives the column's own kind, and a value of any other kind
+# goes to the strict path: a double NaN renders as "NaN", which the text rules would
+# take for a string.
+_FAST_KINDS = {
+    "long": ("string", "int"), "nonneg_long": ("string", "int"),
+    "int": ("string", "int"), "nonneg_int": ("string", "int"),
+    "timestamp": ("string", "int", "timestamp"),
+    "enum": ("string",),
+    "bool": ("string", "bool"),
+    "string": ("string", "int"), "key": ("string", "int"),
+}
 
 
-def _fast_value(f: Field, text: Column) -> tuple[Column, Column]:
-    """(accepted, value) for a present value's text; not accepted → the strict path."""
+def _fast_value(f: Field, kind: Column, text: Column) -> tuple[Column, Column]:
+    """(accepted, value) for a present value; not accepted → the strict path."""
+    kind_ok = kind.isin(*_FAST_KINDS[f.kind])
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         ok = text.rlike(_PLAIN_DIGITS)
-        value = text.cast("long")
+        value = text.try_cast("long")
         if f.kind.endswith("int"):
             ok = ok & (F.length(text) < 10)
-        return ok, value
+        return kind_ok & ok, value
     if f.kind == "timestamp":
         digits = text.rlike(_PLAIN_DIGITS)
-        iso = F.when(~digits & text.rlike(_ISO_START), text.try_cast("timestamp"))
+        iso = F.when(~digits & text.rlike(_ISO_START),
+                     _in_years_1_to_9999(text.try_cast("timestamp")))
         ms_ok = digits & (F.length(text) < 15)  # below _MS_MAX
-        value = F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, text.cast("long")))).otherwise(iso)
-        return value.isNotNull(), value
+        value = F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, text.try_cast("long")))) \
+            .otherwise(iso)
+        return kind_ok & value.isNotNull(), value
     if f.kind == "enum":
         lowered = F.lower(text)
         ok = lowered.isin(*f.allowed)
-        return ok, lowered
+        return kind_ok & ok, lowered
     if f.kind == "bool":
         lowered = F.lower(text)
-        return lowered.isin("true", "false"), lowered == "true"
+        return kind_ok & lowered.isin("true", "false"), lowered == "true"
     ok = ~text.rlike(_OTHER_KIND_TEXT) | text.rlike(_PLAIN_DIGITS)  # string, key
-    return ok, text
+    return kind_ok & ok, text
+
+
+def _missing(kind: Column, text: Column) -> Column:
+    """Rule 3's "missing", exactly as parse_tokens has it."""
+    return (kind == "null") | ((kind == "string") & (text == ""))
 
 
 def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
@@ -168,11 +208,10 @@ def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     conds = [F.col("_err").isNull()]
     for f in FIELDS[source]:
         k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
-        present = (k != "null") & (t != "")
-        ok, _ = _fast_value(f, t)
-        conds.append(F.when(present, ok).otherwise(F.lit(not f.required)))
+        ok, _ = _fast_value(f, k, t)
+        conds.append(F.when(~_missing(k, t), ok).otherwise(F.lit(not f.required)))
     if source == "sends":  # rule 3, as in _source_rules
-        present = {n: (F.col(f"{n}__k") != "null") & (F.col(f"{n}__s") != "")
+        present = {n: ~_missing(F.col(f"{n}__k"), F.col(f"{n}__s"))
                    for n in ("status", "partition", "offset")}
         conds.append((F.lower(F.col("status__s")) != "acked")
                      | (present["partition"] & present["offset"]))
@@ -187,8 +226,8 @@ def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
     typed = []
     for f in FIELDS[source]:
         k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
-        _, value = _fast_value(f, t)
-        typed.append(F.when((k != "null") & (t != ""), value).cast(f.spark_type).alias(f.name))
+        _, value = _fast_value(f, k, t)
+        typed.append(F.when(~_missing(k, t), value).cast(f.spark_type).alias(f.name))
     return tokens.select("_file", "_block", "_pos", "_raw", *typed,
                          F.lit(None).cast("string").alias("_reason"))
 

@@ -34,17 +34,43 @@ def _variant_kind(type_col: Column) -> Column:
     )
 
 
+def quoted(name: str) -> str:
+    """A column name as a Spark identifier (names may hold dots or backticks)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _data_columns(df: DataFrame) -> list[str]:
+    """The file's own columns, without those whose names start with "_": they could
+    collide with the token frame's columns (``_file``, ``_pos`` …) or hide Spark's
+    ``_metadata`` column; no canonical field starts with "_"."""
+    return [c for c in df.columns if not c.startswith("_")]
+
+
 def _with_position(df: DataFrame) -> DataFrame:
-    """Add _file/_block/_pos right above the scan, before anything can reorder rows."""
+    """Keep the data columns and add _file/_block/_pos right above the scan, before
+    anything can reorder rows. ``metadataColumn`` reaches the file metadata even when
+    the file has a column named ``_metadata``."""
+    meta = df.metadataColumn("_metadata")
     return df.select(
-        "*",
-        F.col("_metadata.file_path").alias("_file"),
-        F.col("_metadata.file_block_start").alias("_block"),
+        *[F.col(quoted(c)) for c in _data_columns(df)],
+        meta.getField("file_path").alias("_file"),
+        meta.getField("file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_pos"),
     )
 
 
+def _raw_json(columns: list[str]) -> Column:
+    """The row as a JSON object of its data columns, for the quarantine table."""
+    if not columns:
+        return F.lit("{}")
+    return F.to_json(F.struct(*[F.col(quoted(c)) for c in columns]))
+
+
 _ADAPTER_FIELDS = ("__file", "__line", "__raw", "__error")
+# what the fast reader accepts as a JSON object line: one flat object, nothing after it
+# (Spark's JSON readers ignore content after the first value: ``{…} {…}``, ``{…} x``);
+# anything else (nested values, a brace inside a string) is read again exactly
+_FLAT_OBJECT = r"^[ \t]*\{[^{}]*+\}[ \t]*$"
 
 
 def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
@@ -55,10 +81,17 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     :func:`variant_tokens`. ``_err`` is set when Spark's JSON reader rejects the line;
     ``_text`` keeps the line for that second reading.
 
-    Lines written by an adapter (adapters/) may carry where they came from: ``__file``
+    Lines written by an adapter (adapters/) carry where they came from: ``__file``
     and ``__line`` (the original file and line), ``__raw`` (the original text) and
     ``__error`` (why the adapter could not parse it); such rows get ``_block`` −1 and
-    ``_pos`` = line − 1, so their row number is known without the split table."""
+    ``_pos`` = line − 1, so their row number is known without the split table. These
+    fields are honoured only in files an adapter wrote in this process: in a user's
+    file they are ordinary unknown fields (a row cannot claim another file or line).
+
+    A line of spaces and tabs is blank (not a row)."""
+    from ..adapters.common import written_by_adapter
+
+    adapter_output = bool(files) and all(written_by_adapter(f) for f in files)
     names = [f.name for f in FIELDS[source]] + list(_ADAPTER_FIELDS) + ["_corrupt"]
     schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
@@ -67,12 +100,15 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     parsed = raw.select("_file", "_block", "_pos", F.col("value").alias("_text"),
                         F.from_json(F.col("value"), schema, options).alias("_j"))
     j = {n: F.col(f"_j.{n}") for n in names}
+    none = F.lit(None).cast("string")
     origin_line = j["__line"].try_cast("bigint")
-    adapted = j["__file"].isNotNull() & origin_line.isNotNull()
+    adapted = (j["__file"].isNotNull() & origin_line.isNotNull()) if adapter_output \
+        else F.lit(False)
+    adapter_error = j["__error"] if adapter_output else none
     err = (
         F.when(F.col("_j").isNull() | j["_corrupt"].isNotNull()
-               | ~F.ltrim(F.col("_text")).startswith("{"), F.lit("rejected by the fast reader"))
-        .otherwise(j["__error"])
+               | ~F.col("_text").rlike(_FLAT_OBJECT), F.lit("rejected by the fast reader"))
+        .otherwise(adapter_error)
     )
     cols: list[Column] = []
     for f in FIELDS[source]:
@@ -83,21 +119,33 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         F.when(adapted, j["__file"]).otherwise(F.col("_file")).alias("_file"),
         F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
         F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
-        (F.trim(F.col("_text")) == F.lit("")).alias("_blank"),
-        F.coalesce(j["__raw"], F.col("_text")).alias("_raw"),
-        "_text", err.alias("_err"), *cols)
+        F.col("_text").rlike(r"^[ \t]*$").alias("_blank"),
+        (F.coalesce(j["__raw"], F.col("_text")) if adapter_output else F.col("_text"))
+        .alias("_raw"),
+        "_text", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 
 def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
     """The exact reading of JSON lines (``_text``): each field's JSON kind from Spark's
     VARIANT (``try_parse_json`` + ``schema_of_variant``), so ``1.5``, ``true`` and
-    objects are told apart from strings. Keeps the position columns and ``_raw``."""
+    objects are told apart from strings. Keeps the position columns and ``_raw``.
+
+    ``try_parse_json`` stops after the first JSON value and ignores what follows it
+    (``{…} {…}``, two records glued by a lost line break, would lose the second one
+    silently): a line is one object only if, wrapped as ``[line]`` and ``[line,0]``, it
+    is an array of 1 and of 2 elements (content after the object would either make them
+    invalid or change one of the lengths)."""
     v = F.expr("try_parse_json(_text)")
-    parsed = rows.select("_file", "_block", "_pos", "_blank", "_raw", "_text", v.alias("_v"))
+    parsed = rows.select("_file", "_block", "_pos", "_blank", "_raw", "_text", "_aerr",
+                         v.alias("_v"))
+    one_value = F.coalesce(
+        (F.expr("json_array_length('[' || _text || ']')") == 1)
+        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
     err = (
         F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
-        .when(~F.ltrim(F.col("_text")).startswith("{"), F.lit("not a JSON object"))
-        .otherwise(F.expr("try_variant_get(_v, '$.__error', 'string')"))
+        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
+        .when(~one_value, F.lit("not valid JSON: content after the object"))
+        .otherwise(F.col("_aerr"))
     )
     cols: list[Column] = []
     for f in FIELDS[source]:
@@ -108,17 +156,33 @@ def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
     return parsed.select("_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
 
 
+def _input_error(message: str) -> Exception:
+    from .files import InputError
+
+    return InputError(message)
+
+
 def _csv_groups(files: list[str]) -> dict[str, list[str]]:
     """Group CSV files by their header line, so each group is read with its own columns."""
     import gzip
+    import zlib
 
     groups: dict[str, list[str]] = defaultdict(list)
     for path in files:
         opener = gzip.open if path.lower().endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-            header = fh.readline().strip()
+        try:
+            with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+                header = fh.readline().strip()
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _input_error(f"{path}: cannot be read: {exc}") from exc
         groups[header].append(path)
     return groups
+
+
+# univocity's default (20,480) aborts the whole file on one line with more fields, and a
+# count does not parse the columns, so the failure would surface late, outside the
+# read's error handling; a row with more fields is still a bad row, not a bad file
+_CSV_MAX_COLUMNS = "1000000"
 
 
 def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
@@ -127,20 +191,21 @@ def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         df = (
             spark.read.option("header", "true").option("inferSchema", "false")
             .option("mode", "PERMISSIVE").option("multiLine", "false")
+            .option("maxColumns", _CSV_MAX_COLUMNS)
             .csv(group)
         )
-        present = set(df.columns)
+        data_cols = _data_columns(df)
+        present = set(data_cols)
         df = _with_position(df)
         cols: list[Column] = []
         for f in FIELDS[source]:
-            s = F.col(f"`{f.name}`") if f.name in present else F.lit(None).cast("string")
+            s = F.col(quoted(f.name)) if f.name in present else F.lit(None).cast("string")
             cols.append(F.when(s.isNull(), F.lit("null")).otherwise(F.lit("string"))
                         .alias(f"{f.name}__k"))
             cols.append(s.alias(f"{f.name}__s"))
-        data_cols = [c for c in df.columns if not c.startswith("_")]
-        raw = F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_cols]))
         frames.append(df.select(
-            "_file", "_block", "_pos", F.lit(False).alias("_blank"), raw.alias("_raw"),
+            "_file", "_block", "_pos", F.lit(False).alias("_blank"),
+            _raw_json(data_cols).alias("_raw"),
             F.lit(None).cast("string").alias("_err"), *cols,
         ))
     out = frames[0]
@@ -163,14 +228,47 @@ def _parquet_kind(dtype: T.DataType) -> str:
     return "other"
 
 
+def _parquet_groups(files: list[str]) -> dict[str, list[str]]:
+    """Group Parquet files by schema: each group is read on its own and the token frames
+    are unioned, so files that type a column differently (``partition`` int in one,
+    string in another) are each parsed by their own types instead of failing Spark's
+    schema merge."""
+    import pyarrow.parquet as pq
+
+    groups: dict[str, list[str]] = defaultdict(list)
+    for path in files:
+        try:
+            schema = pq.read_schema(path)
+        except Exception as exc:  # pyarrow raises several types for a bad footer
+            raise _input_error(f"{path}: not a readable Parquet file: {exc}") from exc
+        groups[str(schema.remove_metadata())].append(path)
+    return groups
+
+
 def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    df = spark.read.option("mergeSchema", "true").parquet(*files)
-    types = {f.name: f.dataType for f in df.schema.fields}
+    frames = []
+    for group in _parquet_groups(files).values():
+        try:
+            df = spark.read.parquet(*group)
+            frames.append(_parquet_tokens(df, source))
+        except Exception as exc:  # a schema Spark cannot read (duplicate or odd columns)
+            first = (str(exc).splitlines() or [""])[0][:300]
+            names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
+            raise _input_error(f"{names}: cannot be read as Parquet: {first}") from exc
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out
+
+
+def _parquet_tokens(df: DataFrame, source: str) -> DataFrame:
+    types = {f.name: f.dataType for f in df.schema.fields if not f.name.startswith("_")}
+    meta = df.metadataColumn("_metadata")
     df = df.select(
-        "*",
-        F.col("_metadata.file_path").alias("_file"),
+        *[F.col(quoted(c)) for c in types],
+        meta.getField("file_path").alias("_file"),
         F.lit(0).cast("long").alias("_block"),
-        F.col("_metadata.row_index").alias("_pos"),
+        meta.getField("row_index").alias("_pos"),
     )
     cols: list[Column] = []
     for f in FIELDS[source]:
@@ -178,7 +276,7 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
             cols += [F.lit("null").alias(f"{f.name}__k"),
                      F.lit(None).cast("string").alias(f"{f.name}__s")]
             continue
-        c = F.col(f"`{f.name}`")
+        c = F.col(quoted(f.name))
         kind = _parquet_kind(types[f.name])
         if kind == "timestamp":
             text = F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
@@ -189,9 +287,8 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
         cols.append(F.when(c.isNull(), F.lit("null")).otherwise(F.lit(kind))
                     .alias(f"{f.name}__k"))
         cols.append(text.alias(f"{f.name}__s"))
-    data_cols = [c for c in types if not c.startswith("_")]
-    raw = F.to_json(F.struct(*[F.col(f"`{c}`") for c in data_cols]))
-    return df.select("_file", "_block", "_pos", F.lit(False).alias("_blank"), raw.alias("_raw"),
+    return df.select("_file", "_block", "_pos", F.lit(False).alias("_blank"),
+                     _raw_json(list(types)).alias("_raw"),
                      F.lit(None).cast("string").alias("_err"), *cols)
 
 
