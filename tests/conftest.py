@@ -24,6 +24,13 @@ def spark():
     session.stop()
 
 
+# The hostile input's plain audit, shared by test_security.py and test_privacy.py. Defined
+# here, once: a session fixture bound into two test modules is two fixtures, run twice.
+from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401
+
+# tests/data/small through the CLI, shared by test_cli.py and test_idempotence.py
+from small_audit import small_audit  # noqa: E402, F401
+
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
 # pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -1,9 +1,9 @@
 """A tiny hostile input (markup in every data-derived string) and real audits of it, shared by
 tests/test_security.py and tests/test_privacy.py.
 
-Import the fixtures into a test module: ``from hostile_audit import hostile_inputs,
-plain_audit  # noqa: F401``. ``plain_audit`` is session-scoped: both modules reuse one real
-audit (CLI → Spark → report.json, report.html, Parquet tables, notifier) of the same input.
+The fixtures are registered once, in conftest.py. ``plain_audit`` is session-scoped: both
+modules reuse one real audit (CLI → Spark → report.json, report.html, Parquet tables,
+notifier) of the same input.
 
 The input (topic TOPIC, group GROUP, one partition; window 2026-11-19):
 

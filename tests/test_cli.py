@@ -3,9 +3,7 @@ against hand-computed counts, with bad rows in every source."""
 
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,6 @@ from delivery_audit.cli import app
 
 DATA = Path(__file__).parent / "data" / "small"
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
-REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
 
 # Hand-computed: see tests/data/small/README.md
 EXPECTED = {
@@ -41,25 +38,11 @@ QUARANTINED = {"sends": 4, "broker": 4, "ledger": 3, "events": 3}
 
 
 @pytest.fixture(scope="module")
-def audited(spark, tmp_path_factory):
-    """One run: the ledger gzipped (gzip input), the broker as CSV, the rest JSON Lines.
-    The sends glob also matches a file in a date partition after the window's read bound:
-    pruned, so its garbage is never read."""
-    tmp = tmp_path_factory.mktemp("cli")
-    for name in ("sends.jsonl", "broker.csv", "events.jsonl"):
-        shutil.copy(DATA / name, tmp / name)
-    late = tmp / "late" / "dt=2026-11-25"
-    late.mkdir(parents=True)
-    (late / "sends-late.jsonl").write_text("not JSON at all\n")
-    with gzip.open(tmp / "ledger.jsonl.gz", "wt", encoding="utf-8") as fh:
-        fh.write((DATA / "ledger.jsonl").read_text(encoding="utf-8"))
-    out = tmp / "reports"
-    result = CliRunner().invoke(app, [
-        "run", "--sends", str(tmp / "**" / "send*.jsonl"),
-        "--broker", str(tmp / "broker.csv"), "--ledger", str(tmp / "ledger.jsonl.gz"),
-        "--events", str(tmp / "events.jsonl"), *WINDOW, "--out", str(out)])
-    report = json.loads((out / REPORT_DIR / "report.json").read_text())
-    return {"result": result, "report": report, "dir": out / REPORT_DIR}
+def audited(small_audit):
+    """The shared audit of tests/data/small (tests/small_audit.py): the ledger gzipped, the
+    broker as CSV, the rest JSON Lines; the sends glob also matches a dated garbage file
+    after the window's read bound, which is pruned, never read."""
+    return small_audit
 
 
 def test_exit_code_is_fail_for_a_critical_anomaly(audited):

@@ -1,9 +1,9 @@
 """Idempotence: the same window audited twice gives the same report, and overlapping
 publications of one window leave one consistent report (local folder and S3).
 
-Two full audits of tests/data/small (the fixture of tests/test_cli.py) into the same
-destination: the second replaces the first. Each audit costs about a minute of Spark, so this
-module runs exactly two.
+Two full audits of tests/data/small into the same destination: the second replaces the first.
+The first is the audit tests/test_cli.py checks (tests/small_audit.py), so this module adds
+one Spark audit.
 """
 
 from __future__ import annotations
@@ -55,22 +55,17 @@ RUN_METADATA = (("run", "run_id"), ("run", "started_at"), ("run", "finished_at")
 
 
 @pytest.fixture(scope="module")
-def two_runs(spark, tmp_path_factory):
-    """The same window audited twice into the same destination; the first run's published
-    folder is copied aside before the second replaces it."""
-    tmp = tmp_path_factory.mktemp("idem")
-    out = tmp / "reports"
-    args = ["run", "--sends", str(DATA / "sends.jsonl"), "--broker", str(DATA / "broker.csv"),
-            "--ledger", str(DATA / "ledger.jsonl"), "--events", str(DATA / "events.jsonl"),
-            *WINDOW, "--out", str(out)]
-    runs = []
-    for i in (1, 2):
-        result = CliRunner().invoke(app, args)
-        assert result.exit_code == 3, result.output  # tests/data/small fails (lost_acked)
-        kept = tmp / f"run{i}"
-        shutil.copytree(out / REPORT_DIR, kept)
-        runs.append(kept)
-    return {"run1": runs[0], "run2": runs[1], "live": out / REPORT_DIR}
+def two_runs(small_audit, tmp_path_factory):
+    """The same window audited twice into the same destination: the first run is the shared
+    audit of tests/data/small (tests/small_audit.py, also checked by test_cli.py; its
+    published folder kept aside), the second replaces it."""
+    out = small_audit["out"]
+    result = CliRunner().invoke(app, small_audit["args"])
+    assert result.exit_code == 3, result.output  # tests/data/small fails (lost_acked)
+    assert small_audit["result"].exit_code == 3, small_audit["result"].output
+    kept = tmp_path_factory.mktemp("idem") / "run2"
+    shutil.copytree(out / REPORT_DIR, kept)
+    return {"run1": small_audit["dir"], "run2": kept, "live": out / REPORT_DIR}
 
 
 def without_run_metadata(report: dict) -> dict:

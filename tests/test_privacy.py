@@ -13,7 +13,6 @@ import re
 import sys
 from pathlib import Path
 
-import hostile_audit
 import pyarrow.parquet as pq
 import pytest
 from hostile_audit import (
@@ -45,10 +44,6 @@ from delivery_audit.privacy import (
     pseudonym,
     pseudonym_key,
 )
-
-# the shared session fixtures (one plain audit for both modules)
-hostile_inputs = hostile_audit.hostile_inputs
-plain_audit = hostile_audit.plain_audit
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = PSEUDONYM_SECRET.encode()

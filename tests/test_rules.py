@@ -41,6 +41,12 @@ def build_cases() -> Log:
     log.write(6, topic="gap", at="2026-11-18T12:00:00Z").process(
         6, topic="gap", at="2026-11-18T12:00:01Z", done="2026-11-18T12:00:02Z")
 
+    # seq_gap at the ends of the long range: 2^64 − 2 missing values, more than a long
+    # holds, reported as two rows split at zero; a range across zero that fits stays whole
+    log.message(-(2**63), offset=0, topic="gap-wide").message(2**63 - 1, offset=1,
+                                                              topic="gap-wide")
+    log.message(-3, offset=0, topic="gap-zero").message(3, offset=1, topic="gap-zero")
+
     # dup_write causes
     log.send(1, topic="dup-retry", status="timeout", attempt=1).send(
         1, topic="dup-retry", offset=2, attempt=2)
@@ -199,6 +205,15 @@ def test_seq_gap_counts_values_no_row_carries(result):
     gaps = sorted((r["seq"], r["seq_to"]) for r in result["rows"]
                   if r["topic"] == "gap" and r["anomaly"] == "seq_gap")
     assert gaps == [(4, 4), (7, 7)]
+
+
+def test_seq_gap_wider_than_a_long(result):
+    gaps = sorted((r["seq"], r["seq_to"], r["units"]) for r in result["rows"]
+                  if r["topic"] == "gap-wide" and r["anomaly"] == "seq_gap")
+    assert gaps == [(-(2**63) + 1, -1, 2**63 - 1), (0, 2**63 - 2, 2**63 - 1)]
+    assert units(result, "gap-zero")["seq_gap"] == 5
+    assert [(r["seq"], r["seq_to"]) for r in result["rows"]
+            if r["topic"] == "gap-zero" and r["anomaly"] == "seq_gap"] == [(-2, 2)]
 
 
 def test_dup_write_causes(result):

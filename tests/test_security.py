@@ -18,7 +18,6 @@ import traceback
 from html.parser import HTMLParser
 from pathlib import Path
 
-import hostile_audit
 import pytest
 from hostile_audit import (
     AWS_SECRET,
@@ -37,10 +36,6 @@ from hostile_audit import (
 )
 from markupsafe import escape
 from typer.testing import CliRunner
-
-# the shared session fixtures (one plain audit for both modules)
-hostile_inputs = hostile_audit.hostile_inputs
-plain_audit = hostile_audit.plain_audit
 
 REPO = Path(__file__).resolve().parents[1]
 

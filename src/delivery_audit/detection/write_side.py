@@ -77,13 +77,26 @@ def seq_gap(p: Prepared) -> DataFrame:
         F.max(F.when(F.col("judged"), F.col("seq"))).over(per_key).alias("hi"),
     ).filter(F.col("seq").between(F.col("lo"), F.col("hi")) & (F.col("lo") < F.col("hi")))
     ordered = Window.partitionBy(*KEY).orderBy("seq")
+    # seqs are distinct per key, so prev_seq < seq and prev_seq + 1 cannot overflow
     gaps = (
         bounded.select(*ID, F.lag("seq").over(ordered).alias("prev_seq"))
-        .filter(F.col("seq") - F.col("prev_seq") > 1)
+        .filter(F.col("seq") > F.col("prev_seq") + 1)
+        .select(*ID, "prev_seq", (F.col("prev_seq") + 1).alias("lo"),
+                (F.col("seq") - 1).alias("hi"))
     )
-    return anomaly_rows(gaps, "seq_gap", units=F.col("seq") - F.col("prev_seq") - 1,
-                        topic="topic", key=key_value(), seq=F.col("prev_seq") + 1,
-                        seq_to=F.col("seq") - 1,
+    # a range of more than 2^63 − 1 values (only possible across zero) is reported as two
+    # rows split at zero, so that every row's units fit a long
+    # (a CASE, so that 2^63 − 1 + lo is computed only for a negative lo)
+    too_long = F.when(F.col("lo") < 0, F.col("hi") > F.lit(2**63 - 1) + F.col("lo") - 1) \
+        .otherwise(F.lit(False))
+    parts = F.when(too_long, F.array(
+        F.struct(F.col("lo").alias("lo"), F.lit(-1).cast("long").alias("hi")),
+        F.struct(F.lit(0).cast("long").alias("lo"), F.col("hi").alias("hi")),
+    )).otherwise(F.array(F.struct(F.col("lo").alias("lo"), F.col("hi").alias("hi"))))
+    ranges = gaps.select(*ID, "prev_seq", F.explode(parts).alias("r"))
+    lo, hi = F.col("r.lo"), F.col("r.hi")
+    return anomaly_rows(ranges, "seq_gap", units=hi - lo + 1,
+                        topic="topic", key=key_value(), seq=lo, seq_to=hi,
                         detail=F.concat(F.lit("between seq "), F.col("prev_seq").cast("string"),
                                         F.lit(" and "), F.col("seq").cast("string")))
 

@@ -25,6 +25,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from delivery_audit.anomalies import SEVERITIES
+from delivery_audit.report.summary import sum_units
 from delivery_audit.window import AuditWindow
 
 REBALANCE_EVENTS: tuple[str, ...] = ("revoked", "assigned", "lost", "left_group",
@@ -103,7 +104,7 @@ def _timeline(anomalies: DataFrame, window: AuditWindow) -> dict[str, Any]:
              .when(_in_range(ts, window), F.lit("in")).otherwise(F.lit("outside")))
     hour = F.when(where == "in", _us(F.date_trunc("hour", ts)))
     rows = (anomalies.groupBy(where.alias("where"), hour.alias("hour"), F.col("anomaly"))
-            .agg(F.sum("units").alias("units"))
+            .agg(sum_units().alias("units"))
             .orderBy("where", "hour", "anomaly").limit(_MAX_TIMELINE_ROWS).collect())
     return {
         "bucket": "hour",
@@ -141,7 +142,7 @@ def _rebalance_markers(events: DataFrame | None, window: AuditWindow) -> list[di
 
 def _heatmap(anomalies: DataFrame, max_partitions: int) -> dict[str, Any]:
     cells = (anomalies.where(F.col("partition").isNotNull())
-             .groupBy("topic", "partition", "anomaly").agg(F.sum("units").alias("units")))
+             .groupBy("topic", "partition", "anomaly").agg(sum_units().alias("units")))
     # one job: rank partitions by their total units (the aggregated table is small)
     ranked = (cells
               .withColumn("total", F.sum("units").over(Window.partitionBy("topic", "partition")))
@@ -192,7 +193,7 @@ def _top_keys(anomalies: DataFrame, top_n: int) -> list[dict[str, Any]]:
     if top_n <= 0:
         return []
     per_key = (anomalies.groupBy("topic", "key")
-               .agg(F.sum("units").alias("units"), F.count(F.lit(1)).alias("rows")))
+               .agg(sum_units().alias("units"), F.count(F.lit(1)).alias("rows")))
     top_rows = per_key.orderBy(F.desc("units"), "topic", "key").limit(top_n).collect()
     if not top_rows:
         return []
@@ -215,7 +216,7 @@ def _top_keys(anomalies: DataFrame, top_n: int) -> list[dict[str, Any]]:
     w_anomaly = Window.partitionBy("rank", "anomaly")
     picked = (hits.withColumn("_n", F.row_number().over(w))
               .withColumn("_na", F.row_number().over(w_anomaly.orderBy(F.col("_n"))))
-              .withColumn("_units", F.sum("units").over(w_anomaly))
+              .withColumn("_units", sum_units().over(w_anomaly))
               .where((F.col("_n") <= EXAMPLES_PER_KEY) | (F.col("_na") == 1))
               .select("rank", "_n", "_na", "_units", *cols).orderBy("rank", "_n").collect())
     out = [{"topic": r["topic"], "key": r["key"], "units": int(r["units"]),

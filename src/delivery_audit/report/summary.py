@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..anomalies import ANOMALIES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
@@ -13,11 +13,17 @@ from ..anomalies import ANOMALIES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
 SCHEMA_VERSION = "1.0"
 
 
+def sum_units() -> Column:
+    """The sum of ``units`` as DECIMAL(38,0): one seq_gap row may hold up to 2^63 − 1
+    units, so a long sum of several could overflow."""
+    return F.sum(F.col("units").cast("decimal(38,0)"))
+
+
 def anomaly_counts(anomalies: DataFrame) -> list[dict[str, Any]]:
     """Units per (anomaly, group, topic, cause): a small table collected to the driver."""
     rows = (
         anomalies.groupBy("anomaly", "group_id", "topic", "cause")
-        .agg(F.sum("units").alias("units"))
+        .agg(sum_units().alias("units"))
         .collect()
     )
     return [r.asDict() for r in rows]
