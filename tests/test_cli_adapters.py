@@ -5,6 +5,7 @@ kafka-verifiable-consumer JSON lines plus a kafka-dump-log.sh text file."""
 from __future__ import annotations
 
 import json
+import tempfile
 
 from test_adapters import CONSUMER, PRODUCER
 from typer.testing import CliRunner
@@ -20,7 +21,10 @@ baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerI
 """
 
 
-def test_tool_output_directory_audits_end_to_end(spark, tmp_path):
+def test_tool_output_directory_audits_end_to_end(spark, tmp_path, monkeypatch):
+    temp = tmp_path / "temp"  # the audit's temp folders (staging, adapter output) go here
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     tools = tmp_path / "tools"
     tools.mkdir()
     (tools / "producer.jsonl").write_text("\n".join(PRODUCER) + "\n")
@@ -50,3 +54,5 @@ def test_tool_output_directory_audits_end_to_end(spark, tmp_path):
         i = report["inputs"][source]
         assert i["rows_read"] == i["rows_valid"] + i["rows_quarantined"], source
     assert report["inputs"]["sends"]["rows_quarantined"] == 2  # not JSON; value "abc"
+    # the converted tool output and the staged report were removed after the run
+    assert list(temp.iterdir()) == []

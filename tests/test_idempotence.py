@@ -40,7 +40,6 @@ from typer.testing import CliRunner
 from delivery_audit.cli import app
 from delivery_audit.storage import MANIFEST, PublishError, PublishSettings, publish, read_manifest
 
-DATA = Path(__file__).parent / "data" / "small"
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
 REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
 

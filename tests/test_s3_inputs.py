@@ -43,3 +43,12 @@ def test_s3_glob_is_staged_and_named_by_uri(bucket, spark, tmp_path):
 def test_s3_prefix_without_matches_fails_naming_it(bucket, tmp_path):
     with pytest.raises(InputError, match="s3://inputs/nothing/"):
         resolve("sends", "s3://inputs/nothing/*.jsonl", stage_dir=tmp_path)
+
+
+def test_s3_object_that_is_not_what_its_name_says_is_named_by_uri(bucket, tmp_path):
+    bucket.put_object(Bucket="inputs", Key="day=2026-11-19/sends.jsonl.gz", Body=b"plain text\n")
+    with pytest.raises(InputError) as err:
+        resolve("sends", "s3://inputs/day=2026-11-19/*.gz", stage_dir=tmp_path)
+    assert str(err.value) == \
+        "s3://inputs/day=2026-11-19/sends.jsonl.gz: named .gz but is not gzip data"
+    assert str(tmp_path) not in str(err.value)

@@ -80,18 +80,28 @@ def _iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def extract(spark: SparkSession, req: AuditRequest, stages: Stages) -> dict[str, Ingested]:
+def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
+            work: Path | None = None) -> dict[str, Ingested]:
+    """Every source resolved (pruned), then ingested. Downloaded S3 objects and adapter
+    output go below ``work`` (its owner removes it after the audit: Spark reads them lazily)
+    or, without it, into temp folders of their own."""
     out: dict[str, Ingested] = {}
     bounds = read_bounds(req.window, req.config)
+
+    def under(*parts: str) -> Path | None:
+        return work.joinpath(*parts) if work is not None else None
+
     with stages.stage("resolve_inputs"):
         resolved = {source: resolve(source, req.inputs.get(source), req.formats.get(source),
-                                    required=source != "events", bounds=bounds)
+                                    required=source != "events", bounds=bounds,
+                                    stage_dir=under("s3", source))
                     for source in SOURCES}
     size_shuffle_partitions(spark, sum(r.bytes for r in resolved.values() if r))
     for source in SOURCES:
         with stages.stage(f"ingest_{source}"):
             r = resolved[source]
-            out[source] = (ingest(spark, r, req.window, req.config) if r
+            out[source] = (ingest(spark, r, req.window, req.config,
+                                  stage_dir=under("adapted", source)) if r
                            else empty_source(spark, source))
     return out
 
@@ -124,11 +134,13 @@ def run_audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
     started = datetime.now(UTC)
     stages = Stages()
     run_id = uuid.uuid4().hex[:12]
-    staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))
+    staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))  # what gets published
+    work = Path(tempfile.mkdtemp(prefix="delivery-audit-work-"))  # inputs staged for Spark
     try:
-        return _run(spark, req, stages, run_id, started, staging)
+        return _run(spark, req, stages, run_id, started, staging, work)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
         spark.catalog.clearCache()  # one audit's cached frames must not pile up
 
 
@@ -176,14 +188,14 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
-         started: datetime, staging: Path) -> AuditResult:
+         started: datetime, staging: Path, work: Path | None = None) -> AuditResult:
     from .quality import validate_inputs, write_results
 
     # a pseudonymising run without its secret must not start (privacy.py)
     key = pseudonym_key() if req.config.pseudonymise else None
 
     # extract
-    ingested = extract(spark, req, stages)
+    ingested = extract(spark, req, stages, work)
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)

@@ -97,7 +97,10 @@ def _row_numbers(spark: SparkSession, tokens: DataFrame, fmt: str, rows: DataFra
 
 
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
-           config: AuditConfig) -> Ingested:
+           config: AuditConfig, stage_dir: Path | None = None) -> Ingested:
+    """One source's rows, valid or quarantined with a reason. An adapter format is converted
+    into ``stage_dir`` first (a new temp folder without it), which must outlive the audit's
+    use of the returned frames."""
     source, fmt = resolved.source, resolved.fmt
     if not resolved.files:  # every file pruned
         return replace(empty_source(spark, source), pruned=resolved.pruned)
@@ -105,7 +108,8 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
     if fmt in ADAPTER_FORMATS:
         from ..adapters import convert
 
-        stage = Path(tempfile.mkdtemp(prefix=f"delivery-audit-{source}-"))
+        stage = stage_dir or Path(tempfile.mkdtemp(prefix=f"delivery-audit-{source}-"))
+        stage.mkdir(parents=True, exist_ok=True)
         files, extra_counts = convert(fmt, source, list(resolved.files),
                                       list(resolved.origins), stage, config, window=window)
         fmt = "jsonl"

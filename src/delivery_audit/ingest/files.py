@@ -238,7 +238,13 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
     if chosen not in FORMATS and chosen not in ADAPTER_FORMATS:
         known = ", ".join([*FORMATS, *ADAPTER_FORMATS])
         raise InputError(f"{source}: unknown format {chosen!r} (one of {known})")
-    for f in files:
-        _check_magic(f, chosen if chosen in FORMATS else "text")
+    for f, origin in zip(files, origins, strict=True):
+        try:
+            _check_magic(f, chosen if chosen in FORMATS else "text")
+        except InputError as exc:  # name the file as the user did (s3://…), not its copy
+            text = str(exc)
+            if f == origin or not text.startswith(f):
+                raise
+            raise InputError(origin + text[len(f):]) from exc
     size = sum(os.path.getsize(f) for f in files)
     return ResolvedInput(source, chosen, tuple(files), tuple(origins), size, pruned)
