@@ -892,17 +892,23 @@ def check_adapter_output(out_files: list[str], counts: dict, origin: str,
             assert _norm(r["__raw"]) == _norm(text[:10_000]), (n, r["__raw"][:100])
 
 
+def adapter_batch(combo: tuple[str, str], plan: list[str], seed: int) -> Batch:
+    """The lines of one adapter example: the plan's mutations of the format's samples."""
+    rnd = random.Random(seed)
+    samples = _adapter_samples()[combo]
+    b = Batch()
+    for kind in plan:
+        adapter_line(kind, rnd, samples, b)
+    return b
+
+
 @fuzz_settings(max(25, FUZZ_EXAMPLES * 10))
 @given(combo=st.sampled_from(ADAPTER_COMBOS), plan=_plan(ADAPTER_MUTATIONS),
        seed=st.integers(0, 2**31), bom=st.booleans(), gz=st.booleans())
 def test_adapters_convert_hostile_lines(tmp_path_factory, combo, plan, seed, bom, gz):
     """Conversion alone (no Spark, so many examples): never raises, every row is located."""
     fmt, source = combo
-    rnd = random.Random(seed)
-    samples = _adapter_samples()[combo]
-    b = Batch()
-    for kind in plan:
-        adapter_line(kind, rnd, samples, b)
+    b = adapter_batch(combo, plan, seed)
     if bom and b.lines:
         b.lines[0].data = b"\xef\xbb\xbf" + b.lines[0].data
     tmp = tmp_path_factory.mktemp("fuzz-adapter")
@@ -920,11 +926,7 @@ def test_adapters_convert_hostile_lines(tmp_path_factory, combo, plan, seed, bom
 def test_adapter_formats_ingest_hostile_lines(spark, tmp_path_factory, combo, plan, seed):
     """Through ingest: accounting and quarantine origins (the original file and line)."""
     fmt, source = combo
-    rnd = random.Random(seed)
-    samples = _adapter_samples()[combo]
-    b = Batch()
-    for kind in plan:
-        adapter_line(kind, rnd, samples, b)
+    b = adapter_batch(combo, plan, seed)
     tmp = tmp_path_factory.mktemp("fuzz-adapter-ingest")
     path = tmp / "tool-output.log"
     path.write_bytes(b.payload())

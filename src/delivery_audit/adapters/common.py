@@ -368,6 +368,17 @@ def key_text(value: Any) -> tuple[str | None, bool]:
     return None, False
 
 
+def record_key_seq(obj: dict[str, Any], rule: SeqRule) -> tuple[str | None, int | None,
+                                                                 str | None]:
+    """(key, seq, error) of a verifiable client's record line: the key as key_text has it
+    and the seq extracted from the value; ``error`` is set when the key is not a string."""
+    key, ok = key_text(obj.get("key"))
+    if not ok:
+        return None, None, "key is not a string"
+    value = obj.get("value")
+    return key, extract_seq(None if value is None else str(value), rule), None
+
+
 def json_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, text, object) of each JSON-object line of a tool's output; a blank line
     is skipped, any other line becomes an error row."""

@@ -13,7 +13,7 @@ the source being converted and is skipped.
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, extract_seq, json_lines, key_text
+from .common import Options, RowWriter, as_int, json_lines, record_key_seq
 
 SOURCES = ("ledger", "events")
 DEFAULT_GROUP = "verifiable-consumer"
@@ -45,12 +45,10 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 w.error(n, "no epoch-ms 'timestamp'", line)
                 continue
             if name == "record_data":
-                key, ok = key_text(obj.get("key"))
-                if not ok:
-                    w.error(n, "key is not a string", line)
+                key, seq, why = record_key_seq(obj, opts.seq)
+                if why:
+                    w.error(n, why, line)
                     continue
-                value = obj.get("value")
-                seq = extract_seq(None if value is None else str(value), opts.seq)
                 w.row(n, group_id=group, member_id=member, topic=obj.get("topic"),
                       partition=obj.get("partition"), offset=obj.get("offset"), key=key, seq=seq,
                       started_ts=ts, outcome="success")

@@ -10,7 +10,7 @@ logs when the callback fires). ``startup_complete``, ``tool_data`` and
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, extract_seq, json_lines, key_text
+from .common import Options, RowWriter, as_int, json_lines, record_key_seq
 
 SOURCES = ("sends",)
 NOT_ROWS = ("startup_complete", "shutdown_complete", "tool_data")
@@ -31,13 +31,12 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             if ts is None:
                 w.error(n, "no epoch-ms 'timestamp'", line)
                 continue
-            key, ok = key_text(obj.get("key"))
-            if not ok:
-                w.error(n, "key is not a string", line)
+            key, seq, why = record_key_seq(obj, opts.seq)
+            if why:
+                w.error(n, why, line)
                 continue
-            value = obj.get("value")
-            seq = extract_seq(None if value is None else str(value), opts.seq)
             if seq is None:
+                value = obj.get("value")
                 w.error(n, f"value {str(value)[:40]!r} carries no sequence number", line)
                 continue
             topic = obj.get("topic")
