@@ -24,6 +24,24 @@ def spark():
     session.stop()
 
 
+def release_cached_frames() -> None:
+    """Unpersist every cached frame of the active session. ingest() and detect() persist
+    frames that only run_audit() releases; left cached across tests they fill the storage
+    memory that execution cannot evict (spark.memory.storageFraction), and a later
+    aggregation fails with UNABLE_TO_ACQUIRE_MEMORY."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.catalog.clearCache()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_cached_frames_after_module():
+    yield
+    release_cached_frames()
+
+
 # The hostile input's plain audit, shared by test_security.py and test_privacy.py. Defined
 # here, once: a session fixture bound into two test modules is two fixtures, run twice.
 from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401

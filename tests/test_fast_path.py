@@ -24,6 +24,8 @@ import random
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
+import pytest
+from conftest import release_cached_frames
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -66,6 +68,13 @@ EXTRA_JSON = {
     "enum": ['"\\u0041CKED"', '"acked\\u0000"', '"ack\\u0065d"', '"S\\u212aIPPED"', '"İ"'],
     "bool": ['"TrUe"', '"true "', '" false"', '"1"', '"0"', '"yes"', '"\\u0074rue"', '1.0'],
 }
+
+
+@pytest.fixture(autouse=True)
+def _release_cached_frames():
+    """Every example ingests (and persists) anew: release after each test."""
+    yield
+    release_cached_frames()
 
 
 def pool(f) -> list[str]:

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from conftest import release_cached_frames
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,13 @@ from delivery_audit.window import AuditWindow
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
 _PHASES = (Phase.explicit, Phase.generate) + (
     (Phase.shrink,) if os.environ.get("FUZZ_SHRINK") == "1" else ())
+
+
+@pytest.fixture(autouse=True)
+def _release_cached_frames():
+    """Every example ingests (and persists) anew: release after each test."""
+    yield
+    release_cached_frames()
 
 
 def fuzz_settings(examples: int = FUZZ_EXAMPLES) -> settings:
