@@ -19,7 +19,11 @@ def spark():
                         conf={"spark.sql.shuffle.partitions": "2",
                               "spark.default.parallelism": "2",
                               # tiny frames: as the audit does below 256 MiB (spark.py)
-                              "spark.sql.adaptive.enabled": "false"})
+                              "spark.sql.adaptive.enabled": "false",
+                              # one JVM serves every test: room for the audits, and cached
+                              # blocks that execution may evict (UNABLE_TO_ACQUIRE_MEMORY)
+                              "spark.driver.memory": "6g",
+                              "spark.memory.storageFraction": "0.1"})
     yield session
     session.stop()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import release_cached_frames
 from hostile_audit import (
     DETAIL,
     GROUP,
@@ -51,6 +52,7 @@ SECRET = PSEUDONYM_SECRET.encode()
 
 @pytest.fixture(scope="module")
 def pseudo_audit(spark, hostile_inputs, tmp_path_factory):
+    release_cached_frames()  # the session's second audit in a row: start with free memory
     tmp = tmp_path_factory.mktemp("pseudo")
     config = write_config(tmp / "config.json", pseudonymise=True, webhook_port=closed_port())
     run = run_cli_audit(hostile_inputs, tmp / "reports", config, secret_env())
