@@ -33,6 +33,7 @@ from test_fuzz import (
     FUZZ_EXAMPLES,
     KIND,
     WINDOW,
+    _csv_cell,
     _set_raw,
     bad_values,
     edge_values,
@@ -237,14 +238,6 @@ def _csv(rows: list[list[str]]) -> bytes:
     return buf.getvalue().encode("utf-8", errors="surrogatepass")
 
 
-def _cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
 def test_csv_fast_path_agrees_on_every_hostile_value(spark, tmp_path):
     source = "sends"
     names = [f.name for f in FIELDS[source]]
@@ -252,7 +245,7 @@ def test_csv_fast_path_agrees_on_every_hostile_value(spark, tmp_path):
     for f in FIELDS[source]:
         for v in pool(f) + ["NaN", "Infinity", "-0", "1e400", "true", "{}", " 5", "5 ", "٥"]:
             row = valid_row(source, i)
-            rows.append([csv_text(v) if n == f.name else _cell(row[n]) for n in names])
+            rows.append([csv_text(v) if n == f.name else _csv_cell(row[n]) for n in names])
             i += 1
     path = tmp_path / "sends.csv"
     path.write_bytes(_csv(rows).replace(b"\xed\xa0\x80", b"\xef\xbf\xbd"))
@@ -267,7 +260,7 @@ def test_csv_fast_path_agrees_on_random_hostile_rows(spark, tmp_path_factory, so
     rnd.shuffle(names)
     rows = [names]
     for i in range(n):
-        row = {k: _cell(v) for k, v in valid_row(source, i).items()}
+        row = {k: _csv_cell(v) for k, v in valid_row(source, i).items()}
         for f in rnd.sample(FIELDS[source], rnd.randrange(0, 3)):
             row[f.name] = csv_text(rnd.choice(pool(f)))
         rows.append([row[k] for k in names])
