@@ -77,7 +77,7 @@ def audited(spark, tmp_path_factory):
                        window=window, out=str(tmp / "reports"),
                        config=AuditConfig.from_dict({"groups": groups, "dump_ranges": ranges}))
     stages = Stages()
-    ingested = extract(spark, req, stages)
+    ingested = extract(spark, req, stages, tmp / "work")  # as run_audit: staged sources
     frames = {s: i.valid for s, i in ingested.items()}
     rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test", START)
     rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")

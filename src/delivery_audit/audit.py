@@ -26,7 +26,8 @@ from pyspark.sql import DataFrame, SparkSession
 from . import __version__
 from .config import AuditConfig
 from .detection import detect
-from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve
+from .ingest import (Ingested, InputError, empty_source, ingest, read_bounds, resolve,
+                     stage_valid)
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
 from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
@@ -103,6 +104,8 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
             out[source] = (ingest(spark, r, req.window, req.config,
                                   stage_dir=under("adapted", source)) if r
                            else empty_source(spark, source))
+            if work is not None:  # one leaf per source for detection's plans
+                out[source] = stage_valid(spark, out[source], work / "valid" / source)
     return out
 
 

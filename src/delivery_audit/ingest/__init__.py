@@ -27,7 +27,7 @@ from .pruning import Bounds
 from .tokens import exact_tokens, read_tokens, uses_row_index
 
 __all__ = ["Bounds", "Ingested", "InputError", "ingest", "resolve", "empty_source",
-           "read_bounds"]
+           "read_bounds", "stage_valid"]
 
 
 def read_bounds(window: AuditWindow, config: AuditConfig) -> Bounds:
@@ -208,3 +208,17 @@ def empty_source(spark: SparkSession, source: str) -> Ingested:
               "rows_before_lookback": 0}
     return Ingested(source, spark.createDataFrame([], canonical_schema(source)),
                     empty_quarantine(spark), counts)
+
+
+def stage_valid(spark: SparkSession, ingested: Ingested, path: Path) -> Ingested:
+    """The valid rows written once to Parquet below ``path`` and read back from there.
+
+    Detection joins the sources with themselves and each other dozens of times. Over the
+    ingestion plan (≈125 operators per source: the fast and strict parse branches, the
+    duplicate marking) Spark's analyzer spends seconds per join re-resolving that whole
+    tree (a small audit spent 40 s in building the rules' plans, 2 s without it). Read
+    from Parquet, each source is one leaf: plans stay small, and Spark re-reads the file
+    instead of recomputing ingestion if an executor and its cached blocks are lost."""
+    schema = ingested.valid.schema
+    ingested.valid.write.mode("overwrite").parquet(str(path))
+    return replace(ingested, valid=spark.read.schema(schema).parquet(str(path)))
