@@ -37,7 +37,7 @@ demo-cli: setup
 	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ]  # 3 = the audit found a failing anomaly
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
