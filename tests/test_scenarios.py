@@ -83,7 +83,8 @@ def audited(spark, tmp_path_factory):
     rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")
             .sum("units").withColumnRenamed("sum(units)", "units").collect()]
     spark.catalog.clearCache()
-    return {"truths": truths, "report": rec.report, "rows": rows}
+    return {"truths": truths, "report": rec.report, "rows": rows, "frames": frames,
+            "work": tmp / "work"}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -113,3 +114,14 @@ def test_accounting_holds_for_the_combined_inputs(audited):
     for source, counts in audited["report"]["inputs"].items():
         assert counts["rows_read"] == counts["rows_valid"] + counts["rows_quarantined"], source
     assert audited["report"]["balance_ok"]
+
+
+def test_detection_reads_each_source_from_one_staged_parquet_leaf(audited):
+    """Detection's plans start from one leaf per source (ingest.stage_valid): over the
+    ingestion plan, building the rules' plans took most of a small audit's time."""
+    work = audited["work"].resolve()
+    for source, df in audited["frames"].items():
+        tree = df._jdf.queryExecution().analyzed().treeString().strip()
+        assert len(tree.splitlines()) == 1 and "parquet" in tree.lower(), (source, tree)
+        files = df.inputFiles()
+        assert files and all(str(work) in f for f in files), (source, files)
