@@ -283,6 +283,28 @@ def test_check_report_fails_without_manifest_or_for_another_window(tmp_path):
         check_report.function(plan, {"exit_code": 0})
 
 
+def test_check_report_verifies_the_reports_sha256_from_the_manifest(tmp_path):
+    import hashlib
+    import json
+
+    from delivery_audit_airflow.group import check_report
+
+    plan, d = _published(tmp_path)
+    files = [{"path": n, "sha256": hashlib.sha256((d / n).read_bytes()).hexdigest()}
+             for n in ("report.json", "report.html")]
+    manifest = json.loads((d / "_manifest.json").read_text())
+    (d / "_manifest.json").write_text(json.dumps({**manifest, "files": files}))
+    assert check_report.function(plan, {"exit_code": 0})["verdict"] == "warn"
+    (d / "report.html").write_text("<html>changed</html>")
+    with pytest.raises(ValueError, match=r"report\.html does not match the manifest"):
+        check_report.function(plan, {"exit_code": 0})
+    (d / "report.html").write_text("<html/>")
+    report = json.loads((d / "report.json").read_text())
+    (d / "report.json").write_text(json.dumps({**report, "verdict": {"verdict": "pass"}}))
+    with pytest.raises(ValueError, match=r"report\.json does not match the manifest"):
+        check_report.function(plan, {"exit_code": 0})
+
+
 def test_check_report_rejects_exit_3_without_fail_verdict(tmp_path):
     from delivery_audit_airflow.group import check_report
 

@@ -111,6 +111,7 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
 
 @task(task_id="check_report")
 def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict[str, Any]:
+    import hashlib
     import json
 
     from delivery_audit_airflow import uris
@@ -123,7 +124,8 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
     manifest = json.loads(uris.read_text(manifest_uri))
     if not uris.exists(report_uri):
         raise FileNotFoundError(f"manifest present but no {report_uri}")
-    report = json.loads(uris.read_text(report_uri))
+    report_bytes = uris.read_bytes(report_uri)
+    report = json.loads(report_bytes.decode("utf-8"))
     window = report.get("window") or {}
     if window.get("id") and window["id"] != plan["window"]["id"]:
         raise ValueError(f"{report_uri} is for window {window['id']}, "
@@ -143,6 +145,19 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
                 and not any(p.startswith(n.rstrip("/") + "/") for p in present)]
         if lost:
             raise FileNotFoundError(f"the manifest lists files that are missing: {lost[:10]}")
+        # the two files readers open must be the bytes that were published
+        digests = {str(f.get("path")): f.get("sha256")
+                   for f in (listed if isinstance(listed, list) else []) if isinstance(f, dict)}
+        for name in ("report.json", "report.html"):
+            want = digests.get(name)
+            if not want:
+                continue
+            uri = uris.join(report_dir, name)
+            got = hashlib.sha256(report_bytes if name == "report.json"
+                                 else uris.read_bytes(uri)).hexdigest()
+            if got != want:
+                raise ValueError(f"{uri} does not match the manifest (sha256 {got[:12]}…, "
+                                 f"manifest {str(want)[:12]}…): changed after publication")
     verdict = report.get("verdict") or {}
     if verdict.get("verdict") not in ("pass", "warn", "fail"):
         raise ValueError(f"{report_uri} has no verdict: {verdict!r}")

@@ -93,11 +93,15 @@ def exists(uri: str) -> bool:
         raise
 
 
-def read_text(uri: str) -> str:
+def read_bytes(uri: str) -> bytes:
     if not is_s3(uri):
-        return _local(uri).read_text(encoding="utf-8")
+        return _local(uri).read_bytes()
     bucket, key = _split_s3(uri)
-    return _s3_client().get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+    return _s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def read_text(uri: str) -> str:
+    return read_bytes(uri).decode("utf-8")
 
 
 def list_files(prefix_uri: str) -> list[str]:
