@@ -26,8 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from . import __version__
 from .config import AuditConfig
 from .detection import detect
-from .ingest import (Ingested, InputError, empty_source, ingest, read_bounds, resolve,
-                     stage_valid)
+from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve, stage_valid
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
 from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
