@@ -138,16 +138,16 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
     if isinstance(listed, list | dict):
         present = set(uris.list_files(report_dir))
         base = report_dir.rstrip("/") + "/"
-        names = [f if isinstance(f, str) else str(f.get("path") or f.get("name") or "")
-                 for f in (listed if isinstance(listed, list) else list(listed))]
-        names = [n[len(base):] if n.startswith(base) else n for n in names]
-        lost = [n for n in names if n and n.rstrip("/") not in present
+        digests: dict[str, str | None] = {}  # listed path (relative) -> its sha256
+        for f in (listed if isinstance(listed, list) else list(listed)):
+            name = f if isinstance(f, str) else str(f.get("path") or f.get("name") or "")
+            digests[name[len(base):] if name.startswith(base) else name] = \
+                None if isinstance(f, str) else f.get("sha256")
+        lost = [n for n in digests if n and n.rstrip("/") not in present
                 and not any(p.startswith(n.rstrip("/") + "/") for p in present)]
         if lost:
             raise FileNotFoundError(f"the manifest lists files that are missing: {lost[:10]}")
         # the two files readers open must be the bytes that were published
-        digests = {str(f.get("path")): f.get("sha256")
-                   for f in (listed if isinstance(listed, list) else []) if isinstance(f, dict)}
         for name in ("report.json", "report.html"):
             want = digests.get(name)
             if not want:

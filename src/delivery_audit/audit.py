@@ -81,30 +81,26 @@ def _iso(dt: datetime) -> str:
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
-            work: Path | None = None) -> dict[str, Ingested]:
-    """Every source resolved (pruned), then ingested. Downloaded S3 objects and adapter
-    output go below ``work`` (its owner removes it after the audit: Spark reads them lazily)
-    or, without it, into temp folders of their own."""
+            work: Path) -> dict[str, Ingested]:
+    """Every source resolved (pruned), ingested, and its valid rows staged as Parquet.
+    Downloaded S3 objects, adapter output and the staged rows go below ``work``; its owner
+    removes it after the audit (Spark reads them lazily)."""
     out: dict[str, Ingested] = {}
     bounds = read_bounds(req.window, req.config)
-
-    def under(*parts: str) -> Path | None:
-        return work.joinpath(*parts) if work is not None else None
-
     with stages.stage("resolve_inputs"):
         resolved = {source: resolve(source, req.inputs.get(source), req.formats.get(source),
                                     required=source != "events", bounds=bounds,
-                                    stage_dir=under("s3", source))
+                                    stage_dir=work / "s3" / source)
                     for source in SOURCES}
     size_shuffle_partitions(spark, sum(r.bytes for r in resolved.values() if r))
     for source in SOURCES:
         with stages.stage(f"ingest_{source}"):
             r = resolved[source]
-            out[source] = (ingest(spark, r, req.window, req.config,
-                                  stage_dir=under("adapted", source)) if r
-                           else empty_source(spark, source))
-            if work is not None:  # one leaf per source for detection's plans
-                out[source] = stage_valid(spark, out[source], work / "valid" / source)
+            ingested = (ingest(spark, r, req.window, req.config,
+                               stage_dir=work / "adapted" / source) if r
+                        else empty_source(spark, source))
+            # one leaf per source for detection's plans
+            out[source] = stage_valid(spark, ingested, work / "valid" / source)
     return out
 
 
@@ -190,7 +186,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
-         started: datetime, staging: Path, work: Path | None = None) -> AuditResult:
+         started: datetime, staging: Path, work: Path) -> AuditResult:
     from .quality import validate_inputs, write_results
 
     # a pseudonymising run without its secret must not start (privacy.py)

@@ -220,5 +220,7 @@ def stage_valid(spark: SparkSession, ingested: Ingested, path: Path) -> Ingested
     from Parquet, each source is one leaf: plans stay small, and Spark re-reads the file
     instead of recomputing ingestion if an executor and its cached blocks are lost."""
     schema = ingested.valid.schema
+    if not ingested.counts.get("rows_valid"):  # nothing to write: an empty leaf will do
+        return replace(ingested, valid=spark.createDataFrame([], schema))
     ingested.valid.write.mode("overwrite").parquet(str(path))
     return replace(ingested, valid=spark.read.schema(schema).parquet(str(path)))
