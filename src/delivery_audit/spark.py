@@ -81,3 +81,30 @@ def size_shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
     return n
+
+
+class JobCounter:
+    """Counts the Spark jobs run while it is active (the audit's cost in jobs, logged at
+    debug level and stated in report.json). Classic sessions only: a Spark Connect client
+    has no status tracker, so ``jobs`` stays None there."""
+
+    def __init__(self, spark: SparkSession, group: str) -> None:
+        self.spark, self.group = spark, group
+        self.jobs: int | None = None
+        self._sc = None
+
+    def __enter__(self) -> JobCounter:
+        try:
+            self._sc = self.spark.sparkContext
+        except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext
+            self._sc = None
+        if self._sc is not None:
+            self._sc.setJobGroup(self.group, "delivery audit", interruptOnCancel=False)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._sc is None:
+            return
+        self.jobs = len(self._sc.statusTracker().getJobIdsForGroup(self.group))
+        self._sc.setLocalProperty("spark.jobGroup.id", None)
+        self._sc.setLocalProperty("spark.job.description", None)
