@@ -41,7 +41,7 @@ from test_fuzz import (
     valid_row,
 )
 
-import delivery_audit.ingest as ingest_module
+import delivery_audit.ingest.parsing as parsing_module
 from delivery_audit.config import AuditConfig
 from delivery_audit.ingest import ingest, resolve
 from delivery_audit.ingest.parsing import fast_accepted, fast_parse, parse_tokens
@@ -475,7 +475,7 @@ def test_ingest_output_is_the_strict_only_output(spark, tmp_path, monkeypatch):
         return got.counts, valid, bad
 
     with_fast = run()
-    monkeypatch.setattr(ingest_module, "fast_accepted",
+    monkeypatch.setattr(parsing_module, "fast_accepted",
                         lambda rows, source: rows.withColumn("_fast", F.lit(False)))
     strict_only = run()
     assert with_fast[0] == strict_only[0]

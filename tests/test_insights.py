@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -29,8 +31,32 @@ def anomaly(name, severity, **kw):
     return {"anomaly": name, "severity": severity, "units": kw.pop("units", 1), **kw}
 
 
+def spark_jobs(spark, action):
+    """(action(), the number of Spark jobs it ran)."""
+    sc = spark.sparkContext
+    group = f"counted-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "counted")
+    try:
+        result = action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    # the status tracker learns of jobs from the listener bus, asynchronously: wait for the
+    # count to settle
+    seen, since, deadline = -1, time.monotonic(), time.monotonic() + 10
+    while time.monotonic() < deadline:
+        n = len(sc.statusTracker().getJobIdsForGroup(group))
+        if n != seen:
+            seen, since = n, time.monotonic()
+        elif time.monotonic() - since > 0.5:
+            break
+        time.sleep(0.05)
+    return result, seen
+
+
 @pytest.fixture(scope="module")
-def insights(spark):
+def inputs(spark):
+    """The anomaly table and the frames: plain in-memory frames."""
     anomalies = frame(spark, ANOMALY_SCHEMA, [
         anomaly("dup_write", "high", topic="orders", key="k1", seq=1, partition=0, offset=5,
                 ts=at(30)),
@@ -73,7 +99,21 @@ def insights(spark):
         {"group_id": "g2", "member_id": "<x>", "ts": at(120), "event": "lost"},
     ])
     frames = {"sends": sends, "broker": broker, "ledger": ledger, "events": events}
+    return anomalies, frames
+
+
+@pytest.fixture(scope="module")
+def insights(inputs):
+    anomalies, frames = inputs
     return compute_insights(anomalies, frames, WINDOW, top_n=2)
+
+
+def test_one_spark_job(spark, inputs, insights):
+    anomalies, frames = inputs
+    again, jobs = spark_jobs(spark, lambda: compute_insights(anomalies, frames, WINDOW,
+                                                             top_n=2))
+    assert jobs == 1
+    assert again == insights
 
 
 def test_json_safe(insights):

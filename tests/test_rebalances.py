@@ -1,18 +1,35 @@
 """Rebalance forensics and advice (contract §5) on tiny canonical frames.
 
-One prepare + one rebalance_report for all cases (module fixture); each case is its own
-group and topic.
+One detection (for the anomaly table whose redelivery rows are linked) + one
+rebalance_report for all cases (module fixtures); each case is its own group and topic.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
+
 import pytest
 from frames import END, START, Log
 
+from delivery_audit.collect import collect_all
 from delivery_audit.config import AuditConfig
-from delivery_audit.detection.prepared import prepare
-from delivery_audit.rebalances import advice, group_settings
+from delivery_audit.detection import detect
+from delivery_audit.rebalances import (
+    advice,
+    build_rebalance_report,
+    cluster_groups,
+    group_settings,
+    rebalance_report,
+    rebalance_round2_tables,
+    rebalance_settings,
+    rebalance_tables,
+)
+from delivery_audit.report.insights import build_insights, compute_insights, insight_tables
+from delivery_audit.schemas import ANOMALY_SCHEMA
 from delivery_audit.window import AuditWindow
+
+WINDOW = AuditWindow.of(START, END)
 
 
 def _at(seconds: float) -> str:
@@ -72,14 +89,48 @@ def build() -> tuple[Log, AuditConfig]:
     return log, config
 
 
-@pytest.fixture(scope="module")
-def report(spark):
-    from delivery_audit.rebalances import rebalance_report
+def spark_jobs(spark, action):
+    """(action(), the number of Spark jobs it ran)."""
+    sc = spark.sparkContext
+    group = f"counted-{uuid.uuid4().hex}"
+    sc.setJobGroup(group, "counted")
+    try:
+        result = action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    # the status tracker learns of jobs from the listener bus, asynchronously: wait for the
+    # count to settle
+    seen, since, deadline = -1, time.monotonic(), time.monotonic() + 10
+    while time.monotonic() < deadline:
+        n = len(sc.statusTracker().getJobIdsForGroup(group))
+        if n != seen:
+            seen, since = n, time.monotonic()
+        elif time.monotonic() - since > 0.5:
+            break
+        time.sleep(0.05)
+    return result, seen
 
+
+@pytest.fixture(scope="module")
+def inputs(spark):
+    """Plain in-memory frames: the judged groups' ledger and events (every group is
+    configured, so all of them) and the anomaly table of the same data."""
     log, config = build()
-    window = AuditWindow.of(START, END)
-    p = prepare(spark, log.frames(spark), window, config)
-    return rebalance_report(spark, p, config)
+    frames = log.frames(spark)
+    anomalies = detect(spark, frames, WINDOW, config).anomalies
+    # an in-memory copy: what the report costs is then the report's own jobs
+    anomalies = spark.createDataFrame(anomalies.collect(), ANOMALY_SCHEMA)
+    groups = sorted(g.group_id for g in config.groups)
+    return {"frames": frames, "ledger": frames["ledger"], "events": frames["events"],
+            "groups": groups, "config": config, "anomalies": anomalies}
+
+
+@pytest.fixture(scope="module")
+def report(spark, inputs):
+    i = inputs
+    return rebalance_report(spark, i["ledger"], i["events"], i["groups"], i["config"],
+                            i["anomalies"])
 
 
 def test_fans_advice_500_records_of_1500ms_against_300s(report):
@@ -139,3 +190,37 @@ def test_inferred_from_ledger_member_change(report):
     (r,) = inf["timeline"]
     assert r["inferred"] and r["members_out"] == ["i1"] and r["members_in"] == ["i2"]
     assert r["partitions"] == ["inf-0"]
+
+
+def test_rebalance_report_costs_two_spark_jobs(spark, inputs, report):
+    i = inputs
+    again, jobs = spark_jobs(spark, lambda: rebalance_report(
+        spark, i["ledger"], i["events"], i["groups"], i["config"], i["anomalies"]))
+    assert jobs == 2
+    assert again == report
+
+
+def test_redeliveries_linked_are_the_anomaly_tables_rows(spark, inputs):
+    i = inputs
+    without = i["anomalies"].filter(i["anomalies"]["anomaly"] != "redelivery")
+    poll = rebalance_report(spark, i["ledger"], i["events"], i["groups"], i["config"],
+                            without)["poll"]
+    assert poll["redeliveries_linked"] == 0 and poll["redeliveries_unlinked"] == 0
+    assert [r["redeliveries"] for r in poll["timeline"]] == [0] * len(poll["timeline"])
+
+
+def test_round_one_shares_one_collect_with_the_insights(spark, inputs, report):
+    """How the audit collects: rebalance round 1 and the insights in one Spark job, then
+    round 2; the same report and insights as the functions that collect on their own."""
+    i = inputs
+    tables = {**rebalance_tables(i["ledger"], i["events"], i["groups"]),
+              **insight_tables(i["anomalies"], i["frames"], WINDOW)}
+    results, jobs = spark_jobs(spark, lambda: collect_all(tables))
+    assert jobs == 1
+    clusters = cluster_groups(i["groups"], results)
+    settings = rebalance_settings(i["config"], i["groups"])
+    round2 = collect_all(rebalance_round2_tables(i["ledger"], clusters, settings,
+                                                 i["anomalies"]))
+    assert build_rebalance_report(clusters, settings, round2) == report
+    assert build_insights(results, WINDOW) == compute_insights(i["anomalies"], i["frames"],
+                                                               WINDOW)

@@ -24,12 +24,18 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from . import __version__
+from .collect import collect_all
 from .config import AuditConfig
 from .detection import detect
-from .ingest import Ingested, InputError, empty_source, ingest, read_bounds, resolve, stage_valid
+from .ingest import Ingested, InputError, ingest_all, read_bounds, resolve
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
-from .report.summary import anomaly_counts, build_report, judged_counts, state_counts
+from .report.summary import (
+    anomaly_count_table,
+    build_report,
+    judged_count_table,
+    state_count_table,
+)
 from .schemas import SOURCES
 from .spark import size_shuffle_partitions
 from .window import AuditWindow
@@ -85,7 +91,6 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
     """Every source resolved (pruned), ingested, and its valid rows staged as Parquet.
     Downloaded S3 objects, adapter output and the staged rows go below ``work``; its owner
     removes it after the audit (Spark reads them lazily)."""
-    out: dict[str, Ingested] = {}
     bounds = read_bounds(req.window, req.config)
     with stages.stage("resolve_inputs"):
         resolved = {source: resolve(source, req.inputs.get(source), req.formats.get(source),
@@ -93,14 +98,8 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
                                     stage_dir=work / "s3" / source)
                     for source in SOURCES}
     size_shuffle_partitions(spark, sum(r.bytes for r in resolved.values() if r))
-    for source in SOURCES:
-        with stages.stage(f"ingest_{source}"):
-            r = resolved[source]
-            ingested = (ingest(spark, r, req.window, req.config,
-                               stage_dir=work / "adapted" / source) if r
-                        else empty_source(spark, source))
-            # one leaf per source for detection's plans
-            out[source] = stage_valid(spark, ingested, work / "valid" / source)
+    with stages.stage("ingest"):
+        out = ingest_all(spark, resolved, req.window, req.config, work)
     return out
 
 
@@ -151,23 +150,39 @@ class Reconciled:
     anomalies: DataFrame  # the anomaly table as written
     ingested: dict[str, Ingested]
     frames: dict[str, DataFrame]
+    input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality.py)
 
 
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
               ingested: dict[str, Ingested], frames: dict[str, DataFrame], run_id: str,
               started: datetime) -> Reconciled:
-    """Detect every anomaly and state, write the anomaly table, and build report.json."""
+    """Detect every anomaly and state, write the anomaly table, and build report.json; the
+    input metrics of the GX suites come from the same single collect."""
+    from .quality import metric_aggregates
+
+    seen_groups = None
+    if not req.topics:  # scoped to some topics, a group may consume none of them
+        seen_groups = sorted({g for s in ("ledger", "events")
+                              for g in ingested[s].metrics.get("group_ids", [])})
     with stages.stage("detect"):
-        detection = detect(spark, frames, req.window, req.config)
-    detection.write_anomalies(str(staging / "anomalies"), timer=stages.stage)
+        detection = detect(spark, frames, req.window, req.config, seen_groups)
+        detection.write_anomalies(str(staging / "anomalies"))
     anomalies = spark.read.parquet(str(staging / "anomalies"))
     with stages.stage("summarise"):
         p = detection.prepared
-        rows = anomaly_counts(anomalies)
-        states = state_counts(detection.states)
-        judged_by_topic = judged_counts(p.identities)
+        metrics = {f"metrics:{s}": df.agg(*metric_aggregates(s, req.window, req.config))
+                   for s, df in frames.items()}
+        got = collect_all({"anomalies": anomaly_count_table(anomalies),
+                           "states": state_count_table(detection.states),
+                           "judged": judged_count_table(p.identities),
+                           "group_topics": p.group_topics, **metrics})
+        input_metrics = {s: {**got[f"metrics:{s}"][0], **i.metrics}
+                         for s, i in ingested.items()}
+        rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
+        states = got["states"]
+        judged_by_topic = {r["topic"]: int(r["n"]) for r in got["judged"]}
         group_topics: dict[str, list[str]] = {}
-        for r in p.group_topics.collect():
+        for r in got["group_topics"]:
             group_topics.setdefault(r["group_id"], []).append(r["topic"])
     report = build_report(
         window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
@@ -182,7 +197,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                         "pseudonymise": req.config.pseudonymise,
                         "groups": {g.group_id: g.settings for g in req.config.groups}},
     )
-    return Reconciled(report, detection, anomalies, ingested, frames)
+    return Reconciled(report, detection, anomalies, ingested, frames, input_metrics)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -199,17 +214,17 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         frames = pseudonymise_frames(frames, key)
     if req.groups:
         req.config = req.config.only_groups(req.groups)
-    with stages.stage("validate_inputs"):
-        input_validation = validate_inputs(frames, req.window, req.config)
-    write_results(input_validation, staging / "validation" / "inputs.json")
-    invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
-    if invalid and req.config.on_invalid_input == "fail":
-        raise InputError(f"input validation failed for {', '.join(invalid)} "
-                         "(on_invalid_input: fail); see validation/inputs.json")
-
     # transform
     rec = reconcile(spark, req, stages, staging, ingested, frames, run_id, started)
     report = rec.report
+    with stages.stage("validate_inputs"):
+        input_validation = validate_inputs(rec.input_metrics, req.window, req.config,
+                                           topics=req.topics or None)
+    write_results(input_validation, staging / "validation" / "inputs.json")
+    invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
+    if invalid and req.config.on_invalid_input == "fail":  # before anything is published
+        raise InputError(f"input validation failed for {', '.join(invalid)} "
+                         "(on_invalid_input: fail); see validation/inputs.json")
     report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}
                                   for s, r in input_validation.items()}
     with stages.stage("write_quarantine"):
@@ -260,7 +275,9 @@ def _finish_report(spark: SparkSession, req: AuditRequest, report: dict[str, Any
     with stages.stage("rebalances"):
         from .rebalances import rebalance_report
 
-        report["rebalances"] = rebalance_report(spark, detection.prepared, req.config)
+        p = detection.prepared
+        report["rebalances"] = rebalance_report(spark, p.ledger, p.events, p.group_ids,
+                                                req.config, anomalies)
     report["verdict"] = decide(report, req.config)
     with stages.stage("validate_results"):
         results_validation = validate_results(report, req.config, spark)

@@ -2,15 +2,15 @@
 
 Per judged group:
 
-* **timeline** — from the group's events (assigned / revoked / lost / commit_failed /
-  left_group / joined_group), or, when the group has none, inferred from member
-  changes on a partition in the ledger. A rebalance opens at the first disruptive
-  event (revoke, loss, failed commit, leave, join) and ends at the last ``assigned``
-  of the wave that follows; the next disruptive event after that wave opens the next
-  rebalance. A failed commit, revoke or loss by a member that already left and has not
-  been given partitions again is the zombie's late discovery of the previous
-  rebalance: it is counted there (``zombie_events``), not as a new rebalance. An
-  assignment wave with no disruption before it while nobody owned partitions is the
+* **timeline** — from the group's events (``group_events.TIMELINE_EVENTS``: assigned /
+  revoked / lost / commit_failed / left_group / joined_group), or, when the group has
+  none, inferred from member changes on a partition in the ledger. A rebalance opens at
+  the first disruptive event (revoke, loss, failed commit, leave, join) and ends at the
+  last ``assigned`` of the wave that follows; the next disruptive event after that wave
+  opens the next rebalance. A failed commit, revoke or loss by a member that already
+  left and has not been given partitions again is the zombie's late discovery of the
+  previous rebalance: it is counted there (``zombie_events``), not as a new rebalance.
+  An assignment wave with no disruption before it while nobody owned partitions is the
   group's start (kind ``initial``), and a final wave of revokes/leaves with no new
   assignment is the group stopping (kind ``stop``): both listed, neither counted.
 * **evictions** — each member that left (``left_group``, ``lost``, or revoked and not
@@ -20,10 +20,11 @@ Per judged group:
   ``max.poll.interval.ms``), ``session_timeout`` (the coordinator says it failed /
   heartbeat expired, or it was silent longer than ``session.timeout.ms``), else
   ``left`` (a voluntary or unexplained leave).
-* **redeliveries_linked** — successful reprocessings (rule 15 data, judged identities)
-  whose second processing started at or after a rebalance's start, and whose first
-  processing started no earlier than one ``max.poll.interval.ms`` before it (the batch
-  the rebalance interrupted); each is linked to the latest such rebalance.
+* **redeliveries_linked** — successful reprocessings (the ``redelivery`` rows of the
+  anomaly table: rule 15, judged identities) whose second processing started at or
+  after a rebalance's start, and whose first processing started no earlier than one
+  ``max.poll.interval.ms`` before it (the batch the rebalance interrupted); each is
+  linked to the latest such rebalance.
 * **advice** — p99 per-record processing time (finished_ts − started_ts of successful
   attempts, ``percentile_approx``) × ``max.poll.records`` against
   ``max.poll.interval.ms``; the largest safe ``max.poll.records`` is
@@ -32,6 +33,16 @@ Per judged group:
 
 Only compact results reach the driver: events are collapsed per (member, event,
 timestamp) and runs of failed commits per member are collapsed to one row.
+
+Two Spark actions in all, each collecting small tables at once (``collect.collect_all``):
+
+1. ``rebalance_tables`` (processing stats, compact events, ledger handovers) →
+   ``cluster_groups``: the state machine on the driver;
+2. ``rebalance_round2_tables`` (evidence before each leave, redeliveries linked to the
+   counted rebalances) → ``build_rebalance_report``.
+
+``rebalance_report`` runs both; a caller that collects other tables too can put round 1
+into its own ``collect_all`` and call the steps itself.
 """
 
 from __future__ import annotations
@@ -41,10 +52,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pyspark.sql import SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from .collect import collect_all
 from .config import AuditConfig
+from .group_events import TIMELINE_EVENTS, ZOMBIE_EVENTS
 
 KAFKA_DEFAULTS = {
     "max.poll.records": 500,
@@ -52,9 +65,6 @@ KAFKA_DEFAULTS = {
     "session.timeout.ms": 45_000,
     "heartbeat.interval.ms": 3_000,
 }
-RELEVANT = ("assigned", "revoked", "lost", "commit_failed", "left_group", "joined_group")
-DISRUPTIVE = ("revoked", "lost", "commit_failed", "left_group", "joined_group")
-ZOMBIE = ("commit_failed", "revoked", "lost")
 IDLE_SPLIT_MS = 1_000  # back-to-back attempts: a pause longer than this ends a busy run
 INFER_GAP_MS = 30_000  # ledger handovers further apart than this are separate rebalances
 MAX_LISTED = 50  # members/partitions listed per timeline entry
@@ -108,35 +118,26 @@ def group_settings(config: AuditConfig, group_id: str) -> Settings:
     return Settings(values, origin)
 
 
-# --------------------------------------------------------------------------- spark side
+# --------------------------------------------------------------------------- round 1
 
 
-def _groups(p, config: AuditConfig) -> list[str]:
-    if config.groups:
-        return sorted(g.group_id for g in config.groups)
-    found = p.ledger.select("group_id").unionByName(p.events.select("group_id"))
-    return sorted(r["group_id"] for r in found.distinct().collect() if r["group_id"])
-
-
-def _processing_stats(p) -> dict[str, dict[str, Any]]:
+def _stats_table(ledger: DataFrame) -> DataFrame:
+    """Per group: p50/p99/max per-record processing ms of successful attempts."""
     dur = (_ms("finished_ts") - _ms("started_ts")).alias("d")
-    rows = (
-        p.ledger.filter((F.col("outcome") == "success") & F.col("finished_ts").isNotNull()
-                        & (F.col("finished_ts") >= F.col("started_ts")))
+    return (
+        ledger.filter((F.col("outcome") == "success") & F.col("finished_ts").isNotNull()
+                      & (F.col("finished_ts") >= F.col("started_ts")))
         .select("group_id", dur)
         .groupBy("group_id")
         .agg(F.percentile_approx("d", [0.5, 0.99], 10_000).alias("q"),
              F.max("d").alias("mx"), F.count(F.lit(1)).alias("n"))
-        .collect()
     )
-    return {r["group_id"]: {"p50": int(r["q"][0]), "p99": int(r["q"][1]), "max": int(r["mx"]),
-                            "attempts": int(r["n"])} for r in rows}
 
 
-def _compact_events(p) -> list[dict[str, Any]]:
-    """Relevant events collapsed per (group, member, event, ts); consecutive failed commits
+def _compact_events(events: DataFrame) -> DataFrame:
+    """Timeline events collapsed per (group, member, event, ts); consecutive failed commits
     of one member collapsed into one run."""
-    ev = p.events.filter(F.col("event").isin(*RELEVANT)).select(
+    ev = events.filter(F.col("event").isin(*TIMELINE_EVENTS)).select(
         "group_id", "member_id", "event", _ms("ts").alias("t"), "topic", "partition",
         "generation", "detail")
     w = Window.partitionBy("group_id", "member_id").orderBy("t", "event")
@@ -146,27 +147,27 @@ def _compact_events(p) -> list[dict[str, Any]]:
     key_t = F.when(F.col("event") == "commit_failed", F.lit(None)).otherwise(F.col("t"))
     tp = F.when(F.col("topic").isNotNull(), F.concat_ws(
         "-", F.col("topic"), F.coalesce(F.col("partition").cast("string"), F.lit("*"))))
-    rows = (
+    return (
         ev.groupBy("group_id", "member_id", "event", "_run", key_t.alias("_kt"))
         .agg(F.min("t").alias("t"), F.max("t").alias("t_last"), F.count(F.lit(1)).alias("n"),
              F.max("generation").alias("generation"),
              F.first("detail", ignorenulls=True).alias("detail"),
              F.slice(F.sort_array(F.collect_set(tp)), 1, MAX_LISTED).alias("tps"),
              F.max(F.col("topic").isNull()).alias("all_partitions"))
-        .collect()
     )
-    return [r.asDict() for r in rows]
 
 
-def _handovers(p, groups: list[str]) -> list[dict[str, Any]]:
-    """Ledger member changes on a partition, for groups without events."""
-    if not groups:
-        return []
+def _handovers(ledger: DataFrame, events: DataFrame) -> DataFrame:
+    """Ledger member changes on a partition, for the groups without timeline events (the
+    only ones whose rebalances are inferred): aggregated first, then the groups with
+    events are dropped from the small result."""
     w = Window.partitionBy("group_id", "topic", "partition").orderBy("t", "offset")
-    led = p.ledger.filter(F.col("group_id").isin(*groups)).select(
+    led = ledger.select(
         "group_id", "topic", "partition", "offset", "member_id", _ms("started_ts").alias("t"),
         F.coalesce(_ms("finished_ts"), _ms("started_ts")).alias("f"))
-    rows = (
+    with_events = (events.filter(F.col("event").isin(*TIMELINE_EVENTS))
+                   .groupBy("group_id").agg(F.count(F.lit(1)).alias("_n")).select("group_id"))
+    return (
         led.select("*", F.lag("member_id").over(w).alias("prev"),
                    F.lag("f").over(w).alias("prev_f"))
         .filter(F.col("prev").isNotNull() & (F.col("prev") != F.col("member_id")))
@@ -174,9 +175,35 @@ def _handovers(p, groups: list[str]) -> list[dict[str, Any]]:
         .agg(F.min("prev_f").alias("prev_f"),
              F.slice(F.sort_array(F.collect_set(F.concat_ws(
                  "-", "topic", F.col("partition").cast("string")))), 1, MAX_LISTED).alias("tps"))
-        .collect()
+        # a shuffle join, never a broadcast: a broadcast is a Spark job of its own
+        .join(with_events.hint("merge"), on="group_id", how="left_anti")
     )
-    return [r.asDict() for r in rows]
+
+
+def rebalance_tables(ledger: DataFrame, events: DataFrame, groups: list[str]
+                     ) -> dict[str, DataFrame]:
+    """Round 1: the small tables the timelines are built from (no Spark action). Collect
+    them with ``collect.collect_all`` (alone or with other tables) and pass the result to
+    ``cluster_groups``.
+
+    * ``rebalance_stats`` — per group_id: ``q`` [p50, p99] and ``mx`` (max) per-record
+      processing ms of successful attempts, ``n`` attempts.
+    * ``rebalance_events`` — timeline events per (group_id, member_id, event, ``t``) (epoch
+      ms; a member's run of failed commits is one row from ``t`` to ``t_last``): ``n``
+      events, max ``generation``, first ``detail``, ``tps`` (topic-partition list).
+    * ``rebalance_handovers`` — groups without timeline events only: ledger member changes
+      on a partition per (group_id, ``prev`` member, member_id, ``t`` = the first start by
+      the new member), ``prev_f`` (the previous member's last finish), ``tps``.
+    """
+    if not groups:
+        return {}
+    ledger = ledger.filter(F.col("group_id").isin(*groups))
+    events = events.filter(F.col("group_id").isin(*groups))
+    return {
+        "rebalance_stats": _stats_table(ledger),
+        "rebalance_events": _compact_events(events),
+        "rebalance_handovers": _handovers(ledger, events),
+    }
 
 
 # --------------------------------------------------------------------------- clustering
@@ -251,7 +278,7 @@ def cluster_events(group_id: str, rows: list[dict]) -> list[Rebalance]:
     departed: set[str] = set()  # left and not given partitions since
     for e in rows:
         ev, m, t = e["event"], e.get("member_id"), e["t"]
-        if ev in ZOMBIE and m and m in departed and out and (cur is None or assigning):
+        if ev in ZOMBIE_EVENTS and m and m in departed and out and (cur is None or assigning):
             target = out[-1] if cur is None or not assigning else cur
             target.zombie_events += int(e.get("n") or 1)
             continue
@@ -327,23 +354,68 @@ def cluster_handovers(group_id: str, rows: list[dict]) -> list[Rebalance]:
     return out
 
 
+@dataclass
+class Clusters:
+    """Round 1 on the driver: every group's rebalances (in ``groups`` order), where its
+    timeline comes from, and its processing stats."""
+
+    groups: list[str]
+    rebalances: dict[str, list[Rebalance]]
+    source: dict[str, str]
+    stats: dict[str, dict[str, int]]
+
+    def leaves(self) -> list[tuple[str, str, int]]:
+        """(group, member, leave ms) of every member to diagnose."""
+        return sorted({(g, m, leave["t"]) for g, rs in self.rebalances.items() for r in rs
+                       for m, leave in _leavers(r).items()})
+
+    def counted(self) -> list[tuple[str, int, Rebalance]]:
+        """(group, index in its list, rebalance) of the counted rebalances."""
+        return [(g, i, r) for g in self.groups for i, r in enumerate(self.rebalances[g])
+                if r.kind == "rebalance"]
+
+
+def cluster_groups(groups: list[str], round1: dict[str, list[dict]]) -> Clusters:
+    """The collected round-1 tables (``rebalance_tables``) as each group's rebalances."""
+    stats = {r["group_id"]: {"p50": int(r["q"][0]), "p99": int(r["q"][1]),
+                             "max": int(r["mx"]), "attempts": int(r["n"])}
+             for r in round1.get("rebalance_stats", [])}
+    by_group: dict[str, list[dict]] = {}
+    for e in round1.get("rebalance_events", []):
+        by_group.setdefault(e["group_id"], []).append(e)
+    handovers: dict[str, list[dict]] = {}
+    for h in round1.get("rebalance_handovers", []):
+        if h["group_id"] not in by_group:
+            handovers.setdefault(h["group_id"], []).append(h)
+    rebalances: dict[str, list[Rebalance]] = {}
+    source: dict[str, str] = {}
+    for g in groups:
+        if g in by_group:
+            rebalances[g], source[g] = cluster_events(g, by_group[g]), "events"
+        elif g in handovers:
+            rebalances[g] = cluster_handovers(g, handovers[g])
+            source[g] = "inferred from ledger member changes"
+        else:
+            rebalances[g], source[g] = [], "none"
+    return Clusters(list(groups), rebalances, source, stats)
+
+
 # --------------------------------------------------------------------------- diagnosis
 
 
-def _leave_evidence(spark: SparkSession, p, leaves: list[tuple], settings: dict[str, Settings]
-                    ) -> dict[tuple, dict[str, Any]]:
+def _leave_evidence(ledger: DataFrame, leaves: list[tuple[str, str, int]],
+                    settings: dict[str, Settings]) -> DataFrame:
     """Per (group, member, leave ms): processing behaviour before the leave."""
-    if not leaves:
-        return {}
     lookback = {g: 2 * s["max.poll.interval.ms"] + s["session.timeout.ms"]
                 for g, s in settings.items()}
-    table = spark.createDataFrame(
+    table = ledger.sparkSession.createDataFrame(
         [(g, m, t, t - lookback.get(g, 0), settings[g]["max.poll.records"])
          for g, m, t in leaves],
         "l_group string, l_member string, l_t long, l_from long, l_mpr int")
-    att = p.ledger.select("group_id", "member_id", _ms("started_ts").alias("s"),
-                          _ms("finished_ts").alias("f"))
-    j = att.join(F.broadcast(table), on=(F.col("group_id") == F.col("l_group"))
+    att = ledger.select("group_id", "member_id", _ms("started_ts").alias("s"),
+                        _ms("finished_ts").alias("f"))
+    # shuffle joins, never broadcasts: a broadcast is a Spark job of its own
+    j = att.join(table.hint("merge"), on=(F.col("group_id") == F.col("l_group"))
                  & (F.col("member_id") == F.col("l_member")) & (F.col("s") <= F.col("l_t"))
                  & (F.col("s") >= F.col("l_from")), how="inner")
     key = ["l_group", "l_member", "l_t"]
@@ -361,18 +433,16 @@ def _leave_evidence(spark: SparkSession, p, leaves: list[tuple], settings: dict[
     j = j.select("*", F.row_number().over(run_w).alias("k"))
     starts = j.select(*key, "_run", F.col("k").alias("k0"), F.col("s").alias("s0"))
     j = j.withColumn("k0", F.greatest(F.lit(1), F.col("k") - F.col("l_mpr") + 1)).join(
-        starts, on=[*key, "_run", "k0"], how="left")
+        starts.hint("merge"), on=[*key, "_run", "k0"], how="left")
     first_of_batch = F.col("s0")
-    rows = (
+    return (
         j.groupBy(*key)
         .agg(F.max(F.col("s") - F.col("prev_s")).alias("max_gap"),
              F.max(F.coalesce(F.col("f"), F.col("l_t")) - F.col("s")).alias("longest"),
              F.max(end - first_of_batch).alias("batch_span"),
              F.max_by(F.col("k") - F.col("k0") + 1, end - first_of_batch).alias("batch_n"),
              F.max(end).alias("last_activity"), F.count(F.lit(1)).alias("attempts"))
-        .collect()
     )
-    return {(r["l_group"], r["l_member"], r["l_t"]): r.asDict() for r in rows}
 
 
 def diagnose(member: str, leave: dict, ev: dict | None, s: Settings) -> dict[str, Any]:
@@ -417,42 +487,51 @@ def diagnose(member: str, leave: dict, ev: dict | None, s: Settings) -> dict[str
 # --------------------------------------------------------------------------- linking
 
 
-def _link_redeliveries(spark: SparkSession, p, rebalances: list[Rebalance],
-                       settings: dict[str, Settings]) -> tuple[dict[str, int], dict[str, int]]:
-    """(linked per group, unlinked per group); sets each rebalance's `redeliveries`."""
-    from .detection.identity import ID
-    from .detection.redelivery import repeated_successes
-
-    repeats = repeated_successes(p).join(
-        p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi"
-    ).select("group_id", "topic", "partition", "offset", _ms("started_ts").alias("s"),
-             _ms("prev_started_ts").alias("ps"))
-    counted = [r for r in rebalances if r.kind == "rebalance"]
+def _links(anomalies: DataFrame, clusters: Clusters, settings: dict[str, Settings]
+           ) -> DataFrame:
+    """Per (group, linked rebalance or null): the redeliveries (rule 15's rows of the
+    anomaly table, judged identities only) of the group."""
+    repeats = anomalies.filter(F.col("anomaly") == "redelivery").select(
+        "group_id", "topic", "partition", "offset", _ms("ts").alias("s"),
+        _ms("related_ts").alias("ps"))
+    counted = clusters.counted()
     if counted:
-        table = spark.createDataFrame(
-            [(r.group_id, i, r.start, settings[r.group_id]["max.poll.interval.ms"])
-             for i, r in enumerate(counted)],
+        table = anomalies.sparkSession.createDataFrame(
+            [(g, i, r.start, settings[g]["max.poll.interval.ms"]) for g, i, r in counted],
             "r_group string, r_idx int, r_start long, r_interval long")
         cond = ((F.col("group_id") == F.col("r_group")) & (F.col("r_start") <= F.col("s"))
                 & (F.col("r_start") >= F.col("ps") - F.col("r_interval")))
         linked = (
-            repeats.join(F.broadcast(table), on=cond, how="left")
+            # a shuffle join, never a broadcast: a broadcast is a Spark job of its own
+            repeats.join(table.hint("merge"), on=cond, how="left")
             .groupBy("group_id", "topic", "partition", "offset", "s")
             .agg(F.max_by("r_idx", "r_start").alias("r_idx"))
         )
     else:
         linked = repeats.select("group_id", "topic", "partition", "offset", "s",
                                 F.lit(None).cast("int").alias("r_idx"))
-    rows = linked.groupBy("group_id", "r_idx").agg(F.count(F.lit(1)).alias("n")).collect()
-    per_group: dict[str, int] = {}
-    unlinked: dict[str, int] = {}
-    for r in rows:
-        if r["r_idx"] is None:
-            unlinked[r["group_id"]] = unlinked.get(r["group_id"], 0) + int(r["n"])
-        else:
-            counted[r["r_idx"]].redeliveries += int(r["n"])
-            per_group[r["group_id"]] = per_group.get(r["group_id"], 0) + int(r["n"])
-    return per_group, unlinked
+    return linked.groupBy("group_id", "r_idx").agg(F.count(F.lit(1)).alias("n"))
+
+
+def rebalance_round2_tables(ledger: DataFrame, clusters: Clusters,
+                            settings: dict[str, Settings], anomalies: DataFrame
+                            ) -> dict[str, DataFrame]:
+    """Round 2: the small tables that need round 1's rebalances (no Spark action).
+
+    * ``rebalance_leave_evidence`` — per leave to diagnose (``l_group``, ``l_member``,
+      ``l_t`` leave ms): ``max_gap`` between consecutive processing starts, ``longest``
+      attempt, ``batch_span``/``batch_n`` of the longest run of up to max.poll.records
+      back-to-back attempts, ``last_activity`` (ms), ``attempts``; absent when nobody left.
+    * ``rebalance_links`` — per (group_id, ``r_idx``): ``n`` redeliveries (the
+      ``redelivery`` rows of ``anomalies``) linked to the group's rebalance at index
+      ``r_idx`` of ``clusters.rebalances[group_id]``, or unlinked (``r_idx`` null).
+    """
+    tables: dict[str, DataFrame] = {}
+    leaves = clusters.leaves()
+    if leaves:
+        tables["rebalance_leave_evidence"] = _leave_evidence(ledger, leaves, settings)
+    tables["rebalance_links"] = _links(anomalies, clusters, settings)
+    return tables
 
 
 # --------------------------------------------------------------------------- advice
@@ -514,53 +593,40 @@ def advice(s: Settings, p99: int | None) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- report
 
 
-def rebalance_report(spark: SparkSession, prepared, config: AuditConfig) -> dict[str, Any]:
-    p = prepared
-    groups = _groups(p, config)
-    if not groups:
-        return {}
-    settings = {g: group_settings(config, g) for g in groups}
-    stats = _processing_stats(p)
-    compact = _compact_events(p)
-    by_group: dict[str, list[dict]] = {}
-    for e in compact:
-        by_group.setdefault(e["group_id"], []).append(e)
-    no_events = [g for g in groups if g not in by_group]
-    handovers: dict[str, list[dict]] = {}
-    for h in _handovers(p, no_events):
-        handovers.setdefault(h["group_id"], []).append(h)
+def rebalance_settings(config: AuditConfig, groups: list[str]) -> dict[str, Settings]:
+    return {g: group_settings(config, g) for g in groups}
 
-    clusters: dict[str, list[Rebalance]] = {}
-    source: dict[str, str] = {}
-    for g in groups:
-        if g in by_group:
-            clusters[g], source[g] = cluster_events(g, by_group[g]), "events"
-        elif g in handovers:
-            clusters[g] = cluster_handovers(g, handovers[g])
-            source[g] = "inferred from ledger member changes"
+
+def build_rebalance_report(clusters: Clusters, settings: dict[str, Settings],
+                           round2: dict[str, list[dict]]) -> dict[str, Any]:
+    """The report's ``rebalances`` section from round 1 (``clusters``) and the collected
+    round-2 tables (``rebalance_round2_tables``); sets each rebalance's redeliveries."""
+    evidence = {(r["l_group"], r["l_member"], r["l_t"]): r
+                for r in round2.get("rebalance_leave_evidence", [])}
+    linked: dict[str, int] = {}
+    unlinked: dict[str, int] = {}
+    for r in round2.get("rebalance_links", []):
+        g, n = r["group_id"], int(r["n"])
+        if r["r_idx"] is None:
+            unlinked[g] = unlinked.get(g, 0) + n
         else:
-            clusters[g], source[g] = [], "none"
-
-    leaves = sorted({(g, m, leave["t"]) for g, rs in clusters.items() for r in rs
-                     for m, leave in _leavers(r).items()})
-    evidence = _leave_evidence(spark, p, leaves, settings)
-    everything = [r for g in groups for r in clusters[g]]
-    linked, unlinked = _link_redeliveries(spark, p, everything, settings)
+            clusters.rebalances[g][r["r_idx"]].redeliveries = n
+            linked[g] = linked.get(g, 0) + n
 
     report: dict[str, Any] = {}
-    for g in groups:
+    for g in clusters.groups:
         s = settings[g]
-        rs = clusters[g]
+        rs = clusters.rebalances[g]
         evictions = []
         for r in rs:
             for m, leave in sorted(_leavers(r).items()):
                 evictions.append(diagnose(m, leave, evidence.get((g, m, leave["t"])), s))
-        st = stats.get(g)
+        st = clusters.stats.get(g)
         counted = [r for r in rs if r.kind == "rebalance"]
         durations = [r.end - r.start for r in counted if r.end is not None]
         report[g] = {
             "rebalance_count": len(counted),
-            "source": source[g],
+            "source": clusters.source[g],
             "total_rebalance_ms": sum(durations),
             "longest_rebalance_ms": max(durations) if durations else None,
             "poll_interval_evictions": sum(e["diagnosis"] == "poll_interval_exceeded"
@@ -578,3 +644,20 @@ def rebalance_report(spark: SparkSession, prepared, config: AuditConfig) -> dict
             "settings": s.as_dict(),
         }
     return report
+
+
+def rebalance_report(spark: SparkSession, ledger: DataFrame, events: DataFrame,
+                     group_ids: list[str], config: AuditConfig, anomalies: DataFrame
+                     ) -> dict[str, Any]:
+    """The ``rebalances`` section in two Spark actions (see the module docstring).
+
+    ``ledger``/``events``: the judged groups' rows (canonical columns); ``group_ids``:
+    the judged groups; ``anomalies``: the anomaly table (its ``redelivery`` rows are
+    linked to rebalances). ``spark`` is the session the frames belong to."""
+    groups = sorted({g for g in group_ids if g})
+    if not groups:
+        return {}
+    clusters = cluster_groups(groups, collect_all(rebalance_tables(ledger, events, groups)))
+    settings = rebalance_settings(config, groups)
+    round2 = collect_all(rebalance_round2_tables(ledger, clusters, settings, anomalies))
+    return build_rebalance_report(clusters, settings, round2)

@@ -17,6 +17,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.ansi.enabled": "true",
     # a JSON object with a repeated key: the last one wins, in both JSON readers
     "spark.sql.variant.allowDuplicateKeys": "true",
+    # ingestion writes each source once, partitioned by row status: a writer per status
+    # instead of sorting every task's rows by status first
+    "spark.sql.maxConcurrentOutputFileWriters": "8",
 }
 
 

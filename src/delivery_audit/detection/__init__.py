@@ -45,19 +45,19 @@ class Detection:
         """Every rule's rows as one DataFrame (one row per counting unit)."""
         return reduce(DataFrame.unionByName, [df for _, df in self.rules])
 
-    def write_anomalies(self, path: str, timer=None) -> None:
-        """Write the anomaly table rule by rule: small plans, and a time per rule."""
-        for name, df in self.rules:
-            if timer is None:
-                df.write.mode("append").parquet(path)
-            else:
-                with timer(f"rule_{name}"):
-                    df.write.mode("append").parquet(path)
+    def write_anomalies(self, path: str) -> None:
+        """Write the anomaly table: every rule in one Spark job, so that what the rules
+        share (the judged identities, the resolved ledger, their exchanges) is computed
+        once for all of them."""
+        self.anomalies.write.mode("overwrite").parquet(path)
 
 
 def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindow,
-           config: AuditConfig) -> Detection:
-    p = prepare(spark, frames, window, config)
+           config: AuditConfig, group_ids: list[str] | None = None) -> Detection:
+    """Every rule's rows and the delivery states, as plans (nothing runs here).
+    ``group_ids``: the groups seen in the ledger and events, when ingestion counted them
+    (else one small Spark job finds them)."""
+    p = prepare(spark, frames, window, config, group_ids)
     st = delivery_states.states(p).persist(StorageLevel.MEMORY_AND_DISK)
     skipped, pending, expired = delivery_states.state_anomalies(st)
     rules = [

@@ -130,10 +130,13 @@ def judged_groups(spark: SparkSession, ledger: DataFrame, config: AuditConfig) -
 
 
 def group_ids(spark: SparkSession, ledger: DataFrame, events: DataFrame,
-              config: AuditConfig) -> list[str]:
-    """Every judged group, including those with events but no ledger rows."""
+              config: AuditConfig, seen: list[str] | None = None) -> list[str]:
+    """Every judged group, including those with events but no ledger rows; ``seen``: the
+    group ids of the ledger and events when already known."""
     if config.groups:
         return sorted(g.group_id for g in config.groups)
+    if seen is not None:
+        return sorted(set(seen))
     found = ledger.select("group_id").unionByName(events.select("group_id"))
     return sorted(r["group_id"] for r in found.groupBy("group_id").count().collect())
 
@@ -164,13 +167,13 @@ def progress(ledger: DataFrame, events: DataFrame) -> DataFrame:
 
 
 def prepare(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindow,
-            config: AuditConfig) -> Prepared:
+            config: AuditConfig, seen_groups: list[str] | None = None) -> Prepared:
     sends = with_key_parts(frames["sends"])
     broker = frames["broker"]
     copies = rank_copies(broker).persist(StorageLevel.MEMORY_AND_DISK)
     ranges = dump_ranges(spark, broker, config).persist()
     ids = identities(sends, copies, ranges, window).persist(StorageLevel.MEMORY_AND_DISK)
-    groups = group_ids(spark, frames["ledger"], frames["events"], config)
+    groups = group_ids(spark, frames["ledger"], frames["events"], config, seen_groups)
     listed = spark.createDataFrame([(g,) for g in groups], "group_id string")
     ledger = frames["ledger"].join(F.broadcast(listed), on="group_id", how="left_semi")
     events = frames["events"].join(F.broadcast(listed), on="group_id", how="left_semi")

@@ -14,11 +14,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..group_events import REDELIVERY_EVENTS as REBALANCE_EVENTS
 from .evidence import anomaly_rows, key_value
 from .identity import ID
 from .prepared import Prepared
-
-REBALANCE_EVENTS = ("assigned", "revoked", "lost", "commit_failed")
 
 
 def repeated_successes(p: Prepared) -> DataFrame:

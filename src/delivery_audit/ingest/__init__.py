@@ -4,6 +4,13 @@ For every source ``rows_read = rows_valid + rows_quarantined`` (contract §2).
 Valid rows at or after the read bound (end + grace, rule 6) are counted as
 ``rows_after_window`` and not used; with ``lookback_minutes`` rows before the
 bound are counted as ``rows_before_lookback``.
+
+One scan per source: the files are read once, every row typed by one projection chain
+(parsing.typed_rows) and written once to Parquet in the run's work folder, partitioned by
+its status (valid, after_window, before_lookback, quarantined, blank). Everything else
+comes from that staged copy: the accounting, the line numbers of quarantined rows and the
+exact duplicates of rule 5 from one small aggregation shared by every source
+(:func:`ingest_all`), and detection reads the ``_status=valid`` folder as one leaf.
 """
 
 from __future__ import annotations
@@ -12,22 +19,24 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from ..collect import collect_all
 from ..config import AuditConfig
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
-from .dedup import mark_duplicates, with_fingerprint
+from .dedup import identity_columns
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
-from .parsing import fast_accepted, fast_parse, parse_tokens
+from .parsing import typed_rows
 from .pruning import Bounds
-from .tokens import exact_tokens, read_tokens, uses_row_index
+from .tokens import exact_for, read_tokens, uses_row_index
 
-__all__ = ["Bounds", "Ingested", "InputError", "ingest", "resolve", "empty_source",
-           "read_bounds", "stage_valid"]
+__all__ = ["Bounds", "Ingested", "InputError", "ingest", "ingest_all", "resolve",
+           "empty_source", "read_bounds"]
 
 
 def read_bounds(window: AuditWindow, config: AuditConfig) -> Bounds:
@@ -48,13 +57,15 @@ class Ingested:
     files: tuple[str, ...] = ()
     bytes: int = 0
     pruned: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)  # input metrics (quality.py)
 
 
 def _status_column(source: str, window: AuditWindow, config: AuditConfig):
     ts = F.col(TIME_COLUMN[source])
     upper = F.lit(window.read_until.replace(tzinfo=None)).cast("timestamp")
     status = (
-        F.when(F.col("_reason").isNotNull() | F.col("_dup_file").isNotNull(), F.lit("quarantined"))
+        F.when(F.col("_blank"), F.lit("blank"))
+        .when(F.col("_reason").isNotNull(), F.lit("quarantined"))
         .when(ts >= upper, F.lit("after_window"))
     )
     if config.lookback_minutes is not None:
@@ -64,140 +75,313 @@ def _status_column(source: str, window: AuditWindow, config: AuditConfig):
     return status.otherwise(F.lit("valid"))
 
 
-def _row_numbers(spark: SparkSession, tokens: DataFrame, fmt: str, rows: DataFrame,
-                 file_col: str, block_col: str, pos_col: str, out_col: str) -> DataFrame:
-    """Add the 1-based row (line) number in its file for a small set of rows."""
-    if uses_row_index(fmt):
-        return rows.withColumn(out_col, F.col(pos_col) + 1)
-    splits = (
-        tokens.filter(F.col("_block") >= 0)
-        .groupBy("_file", "_block")
-        .agg(F.min("_pos").alias("_first_pos"), F.count(F.lit(1)).alias("_n"))
-        .collect()
-    )
-    before: list[tuple[str, int, int, int]] = []
-    running: dict[str, int] = {}
-    for r in sorted(splits, key=lambda r: (r["_file"], r["_block"])):
-        start = running.get(r["_file"], 0)
-        before.append((r["_file"], int(r["_block"]), int(r["_first_pos"]), start))
-        running[r["_file"]] = start + int(r["_n"])
-    table = spark.createDataFrame(
-        before, "s_file string, s_block long, s_first_pos long, s_before long")
-    joined = rows.join(
-        F.broadcast(table),
-        on=(F.col(file_col) == F.col("s_file")) & (F.col(block_col) == F.col("s_block")),
-        how="left",
-    )
-    return joined.select(
-        *rows.columns,
-        F.when(F.col(block_col) == -1, F.col(pos_col) + 1)  # adapter rows know their line
-        .otherwise(F.col("s_before") + F.col(pos_col) - F.col("s_first_pos") + 1)
-        .alias(out_col),
-    )
+STATUSES = ("valid", "after_window", "before_lookback", "quarantined", "blank")
+_POSITION = [("_file", T.StringType()), ("_block", T.LongType()), ("_pos", T.LongType()),
+             ("_rid", T.LongType()), ("_raw", T.StringType()), ("_reason", T.StringType()),
+             ("_fp", T.LongType())]
 
 
-def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
-           config: AuditConfig, stage_dir: Path | None = None) -> Ingested:
-    """One source's rows, valid or quarantined with a reason. An adapter format is converted
-    into ``stage_dir`` first (a new temp folder without it), which must outlive the audit's
-    use of the returned frames."""
+def staged_schema(source: str) -> T.StructType:
+    """A staged source's columns: position, raw text (quarantined rows only), reason,
+    rule-5 fingerprint, the typed fields, and ``_status`` (the partition column)."""
+    return T.StructType(
+        [T.StructField(n, t) for n, t in _POSITION]
+        + list(canonical_schema(source).fields)
+        + [T.StructField("_status", T.StringType())])
+
+
+@dataclass
+class Staged:
+    """One source read once and written to Parquet at ``root``, partitioned by ``_status``."""
+
+    resolved: ResolvedInput
+    fmt: str  # the format read (jsonl for an adapter's output)
+    root: Path
+    extra_counts: dict[str, int]
+
+    @property
+    def source(self) -> str:
+        return self.resolved.source
+
+
+def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
+                 config: AuditConfig, work: Path) -> Staged:
+    """The one scan of a source: read, typed, flagged and written to ``work/staged/<source>``
+    (an adapter's canonical output goes to ``work/adapted/<source>`` first)."""
     source, fmt = resolved.source, resolved.fmt
-    if not resolved.files:  # every file pruned
-        return replace(empty_source(spark, source), pruned=resolved.pruned)
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
         from ..adapters import convert
 
-        stage = stage_dir or Path(tempfile.mkdtemp(prefix=f"delivery-audit-{source}-"))
-        stage.mkdir(parents=True, exist_ok=True)
+        adapted = work / "adapted" / source
+        adapted.mkdir(parents=True, exist_ok=True)
         files, extra_counts = convert(fmt, source, list(resolved.files),
-                                      list(resolved.origins), stage, config, window=window)
+                                      list(resolved.origins), adapted, config, window=window)
         fmt = "jsonl"
-    tokens = read_tokens(spark, fmt, files, source)
-    rows = tokens.filter(~F.col("_blank"))
+    rows = typed_rows(read_tokens(spark, fmt, files, source), source, exact_for(fmt, source))
+    plain = F.col("_reason").isNull() & ~F.col("_blank")
+    staged = rows.select(
+        "_file", "_block", "_pos", "_rid",
+        F.when(F.col("_reason").isNotNull() & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
+        "_reason",
+        F.when(plain, F.xxhash64(*[F.col(c) for c in identity_columns(source)])).alias("_fp"),
+        *[F.col(f.name) for f in FIELDS[source]],
+        _status_column(source, window, config).alias("_status"),
+    )
+    root = work / "staged" / source
     try:
-        rows_read = rows.count()
+        staged.write.partitionBy("_status").mode("overwrite").parquet(str(root))
     except Exception as exc:  # a file Spark cannot decode at all
         raise InputError(f"{source}: cannot read {', '.join(resolved.origins[:3])}"
                          f"{' …' if len(resolved.origins) > 3 else ''}: "
                          f"{str(exc).splitlines()[0][:300]}") from exc
-    # plainly valid rows are typed from their text; the rest by the strict rules
-    split = fast_accepted(rows, source)
-    fast = fast_parse(split.filter(F.col("_fast")), source)
-    strict = parse_tokens(exact_tokens(fmt, split.filter(~F.col("_fast")), source), source)
-    parsed = with_fingerprint(fast.unionByName(strict), source)
-    names = [f.name for f in FIELDS[source]]
-    # keep the parsed rows (raw text only where needed); duplicates are marked on top
-    kept = (
-        parsed.select(
-            "_file", "_block", "_pos", "_reason", "_fp",
-            F.when(F.col("_reason").isNotNull(), F.col("_raw")).alias("_raw"), *names)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    tagged = (
-        mark_duplicates(kept, source)
-        .withColumn("_status", _status_column(source, window, config))
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    by_status = {r["_status"]: int(r["n"]) for r in
-                 tagged.groupBy("_status").agg(F.count(F.lit(1)).alias("n")).collect()}
-    counts = {
-        "rows_read": rows_read,
-        "rows_valid": sum(v for k, v in by_status.items() if k != "quarantined"),
-        "rows_quarantined": by_status.get("quarantined", 0),
-        "rows_after_window": by_status.get("after_window", 0),
-        "rows_before_lookback": by_status.get("before_lookback", 0),
-        **extra_counts,
-    }
-    if counts["rows_read"] != counts["rows_valid"] + counts["rows_quarantined"]:
-        raise RuntimeError(
-            f"{source}: accounting broken: read {counts['rows_read']} != valid "
-            f"{counts['rows_valid']} + quarantined {counts['rows_quarantined']}")
-    valid = (tagged.filter(F.col("_status") == "valid")
-             .select(*[F.col(n) for n in names]))
-    kept.unpersist()
-    quarantine = _quarantine_rows(spark, tokens, fmt, tagged, source, resolved) \
-        if counts["rows_quarantined"] else empty_quarantine(spark)
-    return Ingested(source, valid, quarantine, counts, resolved.origins, resolved.bytes,
-                    resolved.pruned)
+    return Staged(resolved, fmt, root, extra_counts)
 
 
-def _origin_map(resolved: ResolvedInput):
+def _read_staged(spark: SparkSession, st: Staged) -> DataFrame:
+    return spark.read.schema(staged_schema(st.source)).parquet(str(st.root))
+
+
+def _status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
+    """The rows of one status as one Parquet leaf of canonical columns (empty if none)."""
+    path = st.root / f"_status={status}"
+    schema = canonical_schema(st.source)
+    if not path.is_dir():
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(str(path))
+
+
+def _footer_rows(root: Path) -> int:
+    """Rows in the staged files by their Parquet footers: the accounting's independent check
+    (every line or row scanned is in exactly one status folder)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(str(f)).metadata.num_rows for f in root.rglob("*.parquet"))
+
+
+@dataclass
+class _Splits:
+    """Where each input split starts, for line numbers (text formats number lines across the
+    splits of a file)."""
+
+    row_index: bool  # Parquet: the row index is the row number
+    first: dict[tuple[str, int], int]
+    before: dict[tuple[str, int], int]
+
+    @classmethod
+    def of(cls, rows: list[dict], row_index: bool) -> _Splits:
+        first: dict[tuple[str, int], int] = {}
+        count: dict[tuple[str, int], int] = {}
+        for r in rows:
+            if r["_block"] < 0:
+                continue
+            k = (r["_file"], int(r["_block"]))
+            first[k] = min(first.get(k, r["first_pos"]), r["first_pos"])
+            count[k] = count.get(k, 0) + int(r["n"])
+        before, running = {}, {}
+        for k in sorted(count):
+            before[k] = running.get(k[0], 0)
+            running[k[0]] = before[k] + count[k]
+        return cls(row_index, first, before)
+
+    def line(self, file: str, block: int, pos: int) -> int:
+        if self.row_index or block < 0:
+            return pos + 1
+        k = (file, block)
+        return self.before[k] + pos - self.first[k] + 1
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        return spark.createDataFrame(
+            [(f, b, self.first[(f, b)], self.before[(f, b)]) for f, b in self.first],
+            "s_file string, s_block long, s_first_pos long, s_before long")
+
+
+def _origin_pairs(resolved: ResolvedInput) -> dict[str, str]:
     """Spark names files by URI; report the path or s3:// URI the user named."""
     pairs: dict[str, str] = {}
     for local, origin in zip(resolved.files, resolved.origins, strict=True):
         path = str(Path(local).resolve())
         for form in (path, "file:" + path, "file://" + path):
             pairs[form] = origin
-    return F.create_map(*[x for k, v in pairs.items() for x in (F.lit(k), F.lit(v))]) \
-        if pairs else None
+    return pairs
 
 
-def _quarantine_rows(spark: SparkSession, tokens: DataFrame, fmt: str, tagged: DataFrame,
-                     source: str, resolved: ResolvedInput) -> DataFrame:
-    bad = tagged.filter(F.col("_status") == "quarantined")
-    bad = _row_numbers(spark, tokens, fmt, bad, "_file", "_block", "_pos", "_row")
-    bad = _row_numbers(spark, tokens, fmt, bad, "_dup_file", "_dup_block", "_dup_pos",
-                       "_dup_row")
+def _shown(pairs: dict[str, str], col):
+    if not pairs:
+        return col
+    mapping = F.create_map(*[x for k, v in pairs.items() for x in (F.lit(k), F.lit(v))])
+    return F.coalesce(mapping[col], col)
+
+
+def _quarantine_frame(spark: SparkSession, st: Staged, staged: DataFrame, splits: _Splits,
+                      duplicates: DataFrame | None) -> DataFrame:
+    """Quarantined rows with file, line and reason; later copies of rule 5 with theirs."""
+    source, pairs = st.source, _origin_pairs(st.resolved)
+    bad = staged.filter(F.col("_status") == "quarantined")
+    if not splits.row_index:
+        bad = bad.join(F.broadcast(splits.frame(spark)),
+                       on=(F.col("_file") == F.col("s_file"))
+                       & (F.col("_block") == F.col("s_block")), how="left")
+        row = (F.when(F.col("_block") < 0, F.col("_pos") + 1)
+               .otherwise(F.col("s_before") + F.col("_pos") - F.col("s_first_pos") + 1))
+    else:
+        row = F.col("_pos") + 1
+    out = bad.select(
+        F.lit(source).alias("source"), _shown(pairs, F.col("_file")).alias("file"),
+        row.cast("long").alias("row"), F.col("_reason").alias("reason"),
+        F.col("_raw").alias("raw"))
+    if duplicates is None:
+        return out
     names = [f.name for f in FIELDS[source]]
-    origin = _origin_map(resolved)
+    later = staged.join(F.broadcast(duplicates), on="_rid", how="inner").select(
+        F.lit(source).alias("source"), _shown(pairs, F.col("_file")).alias("file"),
+        F.col("d_row").alias("row"), F.col("d_reason").alias("reason"),
+        F.to_json(F.struct(*names)).alias("raw"))
+    return out.unionByName(later)
 
-    def shown(col):
-        return F.coalesce(origin[col], col) if origin is not None else col
 
-    same_file = F.col("_dup_file") == F.col("_file")
-    dup_reason = F.concat(
-        F.lit("duplicate of line "), F.col("_dup_row").cast("string"),
-        F.when(same_file, F.lit("")).otherwise(F.concat(F.lit(" of "), shown(F.col("_dup_file")))),
-    )
-    return bad.select(
-        F.lit(source).alias("source"),
-        shown(F.col("_file")).alias("file"),
-        F.col("_row").cast("long").alias("row"),
-        F.coalesce(F.col("_reason"), dup_reason).alias("reason"),
-        F.coalesce(F.col("_raw"), F.to_json(F.struct(*names))).alias("raw"),
-    )
+def _later_copies(suspects: list[dict], splits: _Splits, pairs: dict[str, str]) -> list[dict]:
+    """Rule 5 on the driver, for the few rows whose fingerprint repeats: per identical row
+    (same fingerprint and same compared values), the first in file order stays; every later
+    copy gets its own line and "duplicate of line N [of FILE]"."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in suspects:
+        groups.setdefault((r["_fp"], r["_idj"]), []).append(r)
+    out = []
+    for rows in groups.values():
+        rows.sort(key=lambda r: (r["_file"], r["_block"], r["_pos"], r["_rid"]))
+        first = rows[0]
+        first_line = splits.line(first["_file"], first["_block"], first["_pos"])
+        for r in rows[1:]:
+            where = "" if r["_file"] == first["_file"] else \
+                f" of {pairs.get(first['_file'], first['_file'])}"
+            out.append({**r, "d_row": splits.line(r["_file"], r["_block"], r["_pos"]),
+                        "d_reason": f"duplicate of line {first_line}{where}"})
+    return out
 
+
+# up to this many values a filter names them (pushed down to Parquet, no broadcast job);
+# beyond, a broadcast join of a local table
+_LITERAL_VALUES = 10_000
+
+
+def _with_values(spark: SparkSession, df: DataFrame, column: str, values: list[int],
+                 keep: bool) -> DataFrame:
+    """The rows of ``df`` whose long ``column`` is (``keep``) or is not among ``values``."""
+    if len(values) <= _LITERAL_VALUES:
+        hit = F.col(column).isin(values)
+        return df.filter(hit if keep else ~hit)
+    table = spark.createDataFrame([(v,) for v in values], f"{column} long")
+    return df.join(F.broadcast(table), on=column, how="left_semi" if keep else "left_anti")
+
+
+def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
+               window: AuditWindow, config: AuditConfig, work: Path) -> dict[str, Ingested]:
+    """Every source staged (one scan each), then one Spark action for the accounting of all
+    of them; rule-5 duplicates, when a fingerprint repeats, cost one more small action and a
+    rewrite of that source's valid rows. Returns each source's valid rows (a Parquet leaf
+    below ``work``), its quarantine and its counts."""
+    out: dict[str, Ingested] = {}
+    staged: dict[str, Staged] = {}
+    for source, r in resolved.items():
+        if r is None:
+            out[source] = empty_source(spark, source)
+        elif not r.files:  # every file pruned
+            out[source] = replace(empty_source(spark, source), pruned=r.pruned)
+        else:
+            staged[source] = stage_source(spark, r, window, config, work)
+    if not staged:
+        return out
+    frames = {s: _read_staged(spark, st) for s, st in staged.items()}
+    tables: dict[str, DataFrame] = {}
+    for s, df in frames.items():
+        valid = df.filter(F.col("_status") == "valid")
+        tables[f"{s}:splits"] = df.groupBy("_file", "_block", "_status").agg(
+            F.count(F.lit(1)).alias("n"), F.min("_pos").alias("first_pos"))
+        tables[f"{s}:repeated"] = (
+            df.filter(F.col("_fp").isNotNull()).groupBy("_fp")
+            .agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1).select("_fp"))
+        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(F.count(F.lit(1)).alias("n"))
+        if s in ("ledger", "events"):
+            tables[f"{s}:groups"] = valid.groupBy("group_id").agg(F.count(F.lit(1)).alias("n"))
+    got = collect_all(tables)
+
+    repeated = {s: [r["_fp"] for r in got[f"{s}:repeated"]] for s in frames}
+    suspects: dict[str, list[dict]] = {s: [] for s in frames}
+    if any(repeated.values()):
+        probe = {}
+        for s, fps in repeated.items():
+            if not fps:
+                continue
+            ident = F.to_json(F.struct(*[F.col(c) for c in identity_columns(s)]))
+            probe[s] = _with_values(spark, frames[s], "_fp", fps, keep=True).select(
+                "_fp", ident.alias("_idj"), "_file", "_block", "_pos", "_rid", "_status",
+                "topic")
+        suspects.update(collect_all(probe))
+
+    for s, st in staged.items():
+        splits_rows = got[f"{s}:splits"]
+        splits = _Splits.of(splits_rows, uses_row_index(st.fmt))
+        by_status = dict.fromkeys(STATUSES, 0)
+        for r in splits_rows:
+            by_status[r["_status"]] += int(r["n"])
+        scanned = _footer_rows(st.root)
+        if scanned != sum(by_status.values()):
+            raise RuntimeError(f"{s}: accounting broken: {scanned} rows staged, "
+                               f"{sum(by_status.values())} counted by status")
+        later = _later_copies(suspects[s], splits, _origin_pairs(st.resolved))
+        moved = {k: sum(1 for r in later if r["_status"] == k) for k in STATUSES}
+        by_topic = {r["topic"]: int(r["n"]) for r in got[f"{s}:by_topic"]}
+        for r in later:
+            if r["_status"] == "valid":
+                by_topic[r["topic"]] -= 1
+        counts = {
+            "rows_read": scanned - by_status["blank"],
+            "rows_quarantined": by_status["quarantined"] + len(later),
+            "rows_after_window": by_status["after_window"] - moved["after_window"],
+            "rows_before_lookback": by_status["before_lookback"] - moved["before_lookback"],
+            **st.extra_counts,
+        }
+        counts["rows_valid"] = counts["rows_read"] - counts["rows_quarantined"]
+        if counts["rows_valid"] != (by_status["valid"] - moved["valid"]
+                                    + counts["rows_after_window"]
+                                    + counts["rows_before_lookback"]):
+            raise RuntimeError(f"{s}: accounting broken: read {counts['rows_read']} != valid "
+                               f"{counts['rows_valid']} + quarantined "
+                               f"{counts['rows_quarantined']}")
+        duplicates = None
+        valid = _status_leaf(spark, st, "valid")
+        if later:
+            duplicates = spark.createDataFrame(
+                [(r["_rid"], r["d_row"], r["d_reason"]) for r in later],
+                "_rid long, d_row long, d_reason string")
+            if moved["valid"]:  # the valid leaf, written again without the later copies
+                path = work / "valid" / s
+                rids = [r["_rid"] for r in later if r["_status"] == "valid"]
+                (_with_values(spark, frames[s].filter(F.col("_status") == "valid"), "_rid",
+                              rids, keep=False)
+                 .select(*[F.col(f.name) for f in FIELDS[s]])
+                 .write.mode("overwrite").parquet(str(path)))
+                valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
+        quarantine = (_quarantine_frame(spark, st, frames[s], splits, duplicates)
+                      if counts["rows_quarantined"] else empty_quarantine(spark))
+        metrics = {"rows_read": counts["rows_read"], "rows_valid": counts["rows_valid"],
+                   "rows_quarantined": counts["rows_quarantined"],
+                   "duplicates_quarantined": len(later), "by_topic": by_topic}
+        if f"{s}:groups" in got:
+            metrics["group_ids"] = sorted(r["group_id"] for r in got[f"{s}:groups"])
+        r = st.resolved
+        out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned, metrics)
+    return out
+
+
+def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
+           config: AuditConfig, work: Path | None = None) -> Ingested:
+    """One source's rows, valid or quarantined with a reason (see :func:`ingest_all`);
+    staged below ``work`` (a new temp folder without it), which must outlive the use of
+    the returned frames."""
+    work = work or Path(tempfile.mkdtemp(prefix=f"delivery-audit-{resolved.source}-"))
+    return ingest_all(spark, {resolved.source: resolved}, window, config, work)[resolved.source]
 
 def empty_quarantine(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], QUARANTINE_SCHEMA)
@@ -208,19 +392,3 @@ def empty_source(spark: SparkSession, source: str) -> Ingested:
               "rows_before_lookback": 0}
     return Ingested(source, spark.createDataFrame([], canonical_schema(source)),
                     empty_quarantine(spark), counts)
-
-
-def stage_valid(spark: SparkSession, ingested: Ingested, path: Path) -> Ingested:
-    """The valid rows written once to Parquet below ``path`` and read back from there.
-
-    Detection joins the sources with themselves and each other dozens of times. Over the
-    ingestion plan (≈125 operators per source: the fast and strict parse branches, the
-    duplicate marking) Spark's analyzer spends seconds per join re-resolving that whole
-    tree (a small audit spent 40 s in building the rules' plans, 2 s without it). Read
-    from Parquet, each source is one leaf: plans stay small, and Spark re-reads the file
-    instead of recomputing ingestion if an executor and its cached blocks are lost."""
-    schema = ingested.valid.schema
-    if not ingested.counts.get("rows_valid"):  # nothing to write: an empty leaf will do
-        return replace(ingested, valid=spark.createDataFrame([], schema))
-    ingested.valid.write.mode("overwrite").parquet(str(path))
-    return replace(ingested, valid=spark.read.schema(schema).parquet(str(path)))

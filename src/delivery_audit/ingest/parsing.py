@@ -232,15 +232,16 @@ def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
                          F.lit(None).cast("string").alias("_reason"))
 
 
-def parse_tokens(tokens: DataFrame, source: str) -> DataFrame:
-    """Token frame → canonical typed columns + position columns + _raw + _reason.
+def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) -> DataFrame:
+    """Token frame → canonical typed columns + position columns + _raw + _reason
+    (+ the ``carry`` columns, passed through untouched).
 
     Three projections (value, then problem, then typed value and reason) keep each
     generated method small: one nested expression per field would repeat every
     sub-expression and outgrow the JVM's method size limit.
     """
     fields = FIELDS[source]
-    keep = ["_file", "_block", "_pos", "_raw", "_err"]
+    keep = ["_file", "_block", "_pos", "_raw", "_err", *carry]
 
     def k(f: Field) -> Column:
         return F.col(f"{f.name}__k")
@@ -277,6 +278,36 @@ def parse_tokens(tokens: DataFrame, source: str) -> DataFrame:
     reason = F.when(F.col("_err").isNotNull(), F.col("_err")).otherwise(
         F.concat_ws("; ", F.col("_r1"), *_source_rules(source)))
     return stage.select(
-        "_file", "_block", "_pos", "_raw", *[f.name for f in fields],
+        "_file", "_block", "_pos", "_raw", *carry, *[f.name for f in fields],
         F.when(reason != "", reason).alias("_reason"),
+    )
+
+
+def typed_rows(tokens: DataFrame, source: str, exact) -> DataFrame:
+    """One projection chain from tokens to typed rows: each field typed from its text when
+    the row is plainly valid (``_fast``), by the strict rules otherwise, as one CASE per
+    field: no second scan, no union of two branches.
+
+    ``exact(df)`` gives the strict path its exact kinds (VARIANT for JSON lines), computed
+    only for rows that are not plainly valid; for plain rows the strict path sees every
+    field as missing (cheap: its tests short-circuit on the kind) and its result is unused.
+    Columns out: ``_file, _block, _pos, _rid, _blank, _raw``, the typed fields, ``_reason``.
+    """
+    fields = FIELDS[source]
+    flagged = fast_accepted(tokens, source)
+    fast_values = []
+    for f in fields:
+        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        _, value = _fast_value(f, k, t)
+        fast_values.append(F.when(F.col("_fast") & ~_missing(k, t), value)
+                           .cast(f.spark_type).alias(f"{f.name}__f"))
+    carried = ("_fast", "_blank", "_rid", *[f"{f.name}__f" for f in fields])
+    with_fast = flagged.select("*", *fast_values)
+    strict = parse_tokens(exact(with_fast), source, carry=carried)
+    fast = F.col("_fast")
+    return strict.select(
+        "_file", "_block", "_pos", "_rid", "_blank", "_raw",
+        *[F.when(fast, F.col(f"{f.name}__f")).otherwise(F.col(f.name)).alias(f.name)
+          for f in fields],
+        F.when(~fast, F.col("_reason")).alias("_reason"),
     )

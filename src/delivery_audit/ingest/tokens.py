@@ -116,6 +116,7 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
                     .alias(f"{f.name}__k"))
         cols.append(j[f.name].alias(f"{f.name}__s"))
     return parsed.select(
+        F.col("_pos").alias("_rid"),
         F.when(adapted, j["__file"]).otherwise(F.col("_file")).alias("_file"),
         F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
         F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
@@ -204,7 +205,7 @@ def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
                         .alias(f"{f.name}__k"))
             cols.append(s.alias(f"{f.name}__s"))
         frames.append(df.select(
-            "_file", "_block", "_pos", F.lit(False).alias("_blank"),
+            "_file", "_block", "_pos", F.col("_pos").alias("_rid"), F.lit(False).alias("_blank"),
             _raw_json(data_cols).alias("_raw"),
             F.lit(None).cast("string").alias("_err"), *cols,
         ))
@@ -287,7 +288,9 @@ def _parquet_tokens(df: DataFrame, source: str) -> DataFrame:
         cols.append(F.when(c.isNull(), F.lit("null")).otherwise(F.lit(kind))
                     .alias(f"{f.name}__k"))
         cols.append(text.alias(f"{f.name}__s"))
-    return df.select("_file", "_block", "_pos", F.lit(False).alias("_blank"),
+    return df.select("_file", "_block", "_pos",
+                     F.monotonically_increasing_id().alias("_rid"),
+                     F.lit(False).alias("_blank"),
                      _raw_json(list(types)).alias("_raw"),
                      F.lit(None).cast("string").alias("_err"), *cols)
 
@@ -303,6 +306,53 @@ def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
     """Tokens with exact kinds for the strict path: JSON lines are read again through
     VARIANT; CSV and Parquet kinds are exact already."""
     return variant_tokens(rows, source) if fmt == "jsonl" else rows
+
+
+def _exact_variant(df: DataFrame, source: str) -> DataFrame:
+    """JSON lines: kinds and texts from VARIANT (:func:`variant_tokens`'s rules), parsed only
+    for rows that are not plainly valid (``_fast``); plain rows get every kind "null"."""
+    slow = ~F.col("_fast")
+    names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
+    rest = [c for c in df.columns if c not in names and c != "_err"]
+    parsed = df.select(*rest, F.when(slow, F.expr("try_parse_json(_text)")).alias("_v"))
+    one_value = F.coalesce(
+        (F.expr("json_array_length('[' || _text || ']')") == 1)
+        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
+    err = (
+        F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
+        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
+        .when(~one_value, F.lit("not valid JSON: content after the object"))
+        .otherwise(F.col("_aerr"))
+    )
+    cols: list[Column] = []
+    for f in FIELDS[source]:
+        path = f"$.{f.name}"
+        kind = _variant_kind(F.expr(f"schema_of_variant(variant_get(_v, '{path}'))"))
+        cols.append(F.when(slow, kind).otherwise(F.lit("null")).alias(f"{f.name}__k"))
+        cols.append(F.when(slow, F.expr(f"try_variant_get(_v, '{path}', 'string')"))
+                    .alias(f"{f.name}__s"))
+    return parsed.select(*rest, F.when(slow, err).alias("_err"), *cols)
+
+
+def _exact_as_read(df: DataFrame, source: str) -> DataFrame:
+    """CSV and Parquet kinds are exact as read; plain rows get every kind "null"."""
+    slow = ~F.col("_fast")
+    names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
+    rest = [c for c in df.columns if c not in names]
+    cols: list[Column] = []
+    for f in FIELDS[source]:
+        cols.append(F.when(slow, F.col(f"{f.name}__k")).otherwise(F.lit("null"))
+                    .alias(f"{f.name}__k"))
+        cols.append(F.when(slow, F.col(f"{f.name}__s")).alias(f"{f.name}__s"))
+    return df.select(*rest, *cols)
+
+
+def exact_for(fmt: str, source: str):
+    """The strict path's exact reading for a format, as a DataFrame → DataFrame function over
+    rows flagged ``_fast`` (see parsing.typed_rows)."""
+    if fmt == "jsonl":
+        return lambda df: _exact_variant(df, source)
+    return lambda df: _exact_as_read(df, source)
 
 
 def uses_row_index(fmt: str) -> bool:

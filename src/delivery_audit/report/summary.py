@@ -19,25 +19,21 @@ def sum_units() -> Column:
     return F.sum(F.col("units").cast("decimal(38,0)"))
 
 
-def anomaly_counts(anomalies: DataFrame) -> list[dict[str, Any]]:
-    """Units per (anomaly, group, topic, cause): a small table collected to the driver."""
-    rows = (
-        anomalies.groupBy("anomaly", "group_id", "topic", "cause")
-        .agg(sum_units().alias("units"))
-        .collect()
-    )
-    return [r.asDict() for r in rows]
+def anomaly_count_table(anomalies: DataFrame) -> DataFrame:
+    """Units per (anomaly, group, topic, cause): a small table."""
+    return anomalies.groupBy("anomaly", "group_id", "topic", "cause").agg(
+        sum_units().alias("units"))
 
 
-def state_counts(states: DataFrame) -> list[dict[str, Any]]:
-    rows = states.groupBy("group_id", "topic", "state").agg(F.count(F.lit(1)).alias("n")).collect()
-    return [r.asDict() for r in rows]
+def state_count_table(states: DataFrame) -> DataFrame:
+    """Delivery states per (group, topic, state)."""
+    return states.groupBy("group_id", "topic", "state").agg(F.count(F.lit(1)).alias("n"))
 
 
-def judged_counts(identities: DataFrame) -> dict[str, int]:
-    rows = identities.filter(F.col("judged")).groupBy("topic").agg(
-        F.count(F.lit(1)).alias("n")).collect()
-    return {r["topic"]: int(r["n"]) for r in rows}
+def judged_count_table(identities: DataFrame) -> DataFrame:
+    """Judged identities per topic."""
+    return identities.filter(F.col("judged")).groupBy("topic").agg(
+        F.count(F.lit(1)).alias("n"))
 
 
 def build_anomalies(counts: list[dict[str, Any]]) -> dict[str, Any]:
