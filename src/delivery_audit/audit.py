@@ -37,7 +37,7 @@ from .report.summary import (
     state_count_table,
 )
 from .schemas import SOURCES
-from .spark import size_shuffle_partitions
+from .spark import JobCounter, size_shuffle_partitions
 from .window import AuditWindow
 
 log = logging.getLogger("delivery_audit")
@@ -134,7 +134,10 @@ def run_audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
     staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))  # what gets published
     work = Path(tempfile.mkdtemp(prefix="delivery-audit-work-"))  # inputs staged for Spark
     try:
-        return _run(spark, req, stages, run_id, started, staging, work)
+        with JobCounter(spark, f"delivery-audit-{run_id}") as jobs:
+            result = _run(spark, req, stages, run_id, started, staging, work, jobs)
+        log.debug("audit %s ran %s Spark jobs", run_id, jobs.jobs)
+        return result
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -201,7 +204,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
-         started: datetime, staging: Path, work: Path) -> AuditResult:
+         started: datetime, staging: Path, work: Path, jobs: JobCounter) -> AuditResult:
     from .quality import validate_inputs, write_results
 
     # a pseudonymising run without its secret must not start (privacy.py)
@@ -238,6 +241,7 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     _finish_report(spark, req, report, rec.anomalies, frames, rec.detection, stages, staging)
     with stages.stage("publish"):
         report["run"].update(finished_at=_iso(datetime.now(UTC)), stages=stages.seconds,
+                             spark_jobs=jobs.count(),
                              duration_s=round(sum(stages.seconds.values()), 3))
         _write_json(staging / "report.json", report)
         manifest = publish_report(staging, req.out, req.window.relative_dir)

@@ -105,9 +105,15 @@ class JobCounter:
             self._sc.setJobGroup(self.group, "delivery audit", interruptOnCancel=False)
         return self
 
+    def count(self) -> int | None:
+        """Jobs run so far in this counter's group (None under Spark Connect)."""
+        if self._sc is None:
+            return None
+        return len(self._sc.statusTracker().getJobIdsForGroup(self.group))
+
     def __exit__(self, *exc) -> None:
         if self._sc is None:
             return
-        self.jobs = len(self._sc.statusTracker().getJobIdsForGroup(self.group))
+        self.jobs = self.count()
         self._sc.setLocalProperty("spark.jobGroup.id", None)
         self._sc.setLocalProperty("spark.job.description", None)

@@ -121,7 +121,10 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
     rows = typed_rows(read_tokens(spark, fmt, files, source), source, exact_for(fmt, source))
     plain = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
-        "_file", "_block", "_pos", "_rid",
+        "_file", "_block", "_pos",
+        # a row id unique in the staged copy: above any union of file groups (inside one,
+        # each branch numbers its own partitions from 0)
+        F.monotonically_increasing_id().alias("_rid"),
         F.when(F.col("_reason").isNotNull() & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
         "_reason",
         F.when(plain, F.xxhash64(*[F.col(c) for c in identity_columns(source)])).alias("_fp"),
