@@ -166,7 +166,7 @@ def _handovers(ledger: DataFrame, events: DataFrame) -> DataFrame:
         "group_id", "topic", "partition", "offset", "member_id", _ms("started_ts").alias("t"),
         F.coalesce(_ms("finished_ts"), _ms("started_ts")).alias("f"))
     with_events = (events.filter(F.col("event").isin(*TIMELINE_EVENTS))
-                   .groupBy("group_id").agg(F.count(F.lit(1)).alias("_n")).select("group_id"))
+                   .select("group_id").distinct())
     return (
         led.select("*", F.lag("member_id").over(w).alias("prev"),
                    F.lag("f").over(w).alias("prev_f"))
