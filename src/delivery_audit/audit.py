@@ -36,7 +36,7 @@ from .report.summary import (
     judged_count_table,
     state_count_table,
 )
-from .schemas import SOURCES
+from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import JobCounter, size_shuffle_partitions
 from .window import AuditWindow
 
@@ -154,6 +154,7 @@ class Reconciled:
     ingested: dict[str, Ingested]
     frames: dict[str, DataFrame]
     input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality.py)
+    collected: dict[str, list[dict[str, Any]]]  # every small table of the summary's action
 
 
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
@@ -162,6 +163,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
     """Detect every anomaly and state, write the anomaly table, and build report.json; the
     input metrics of the GX suites come from the same single collect."""
     from .quality import metric_aggregates
+    from .rebalances import rebalance_tables
+    from .report.insights import insight_tables
 
     seen_groups = None
     if not req.topics:  # scoped to some topics, a group may consume none of them
@@ -170,15 +173,18 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
     with stages.stage("detect"):
         detection = detect(spark, frames, req.window, req.config, seen_groups)
         detection.write_anomalies(str(staging / "anomalies"))
-    anomalies = spark.read.parquet(str(staging / "anomalies"))
+    anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
     with stages.stage("summarise"):
         p = detection.prepared
         metrics = {f"metrics:{s}": df.agg(*metric_aggregates(s, req.window, req.config))
                    for s, df in frames.items()}
+        groups = sorted(g for g in p.group_ids if g)
         got = collect_all({"anomalies": anomaly_count_table(anomalies),
                            "states": state_count_table(detection.states),
                            "judged": judged_count_table(p.identities),
-                           "group_topics": p.group_topics, **metrics})
+                           "group_topics": p.group_topics, **metrics,
+                           **rebalance_tables(p.ledger, p.events, groups),
+                           **insight_tables(anomalies, frames, req.window)})
         input_metrics = {s: {**got[f"metrics:{s}"][0], **i.metrics}
                          for s, i in ingested.items()}
         rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
@@ -200,7 +206,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                         "pseudonymise": req.config.pseudonymise,
                         "groups": {g.group_id: g.settings for g in req.config.groups}},
     )
-    return Reconciled(report, detection, anomalies, ingested, frames, input_metrics)
+    return Reconciled(report, detection, anomalies, ingested, frames, input_metrics, got)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -238,7 +244,7 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
 
     # load
-    _finish_report(spark, req, report, rec.anomalies, frames, rec.detection, stages, staging)
+    _finish_report(req, report, rec, stages, staging)
     with stages.stage("publish"):
         report["run"].update(finished_at=_iso(datetime.now(UTC)), stages=stages.seconds,
                              spark_jobs=jobs.count(),
@@ -267,24 +273,35 @@ def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) ->
         raise PublishError(message) from None
 
 
-def _finish_report(spark: SparkSession, req: AuditRequest, report: dict[str, Any],
-                   anomalies: DataFrame, frames: dict[str, DataFrame], detection,
+def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
                    stages: Stages, staging: Path) -> None:
-    """Rebalance forensics, verdict, results validation, insights and the HTML page."""
+    """Rebalance forensics (its second round: one more action), verdict, results
+    validation, insights and the HTML page, from what the summary's action collected."""
+    from .collect import collect_all
     from .quality import validate_results, write_results
+    from .rebalances import (
+        build_rebalance_report,
+        cluster_groups,
+        rebalance_round2_tables,
+        rebalance_settings,
+    )
     from .report.html import render_html
-    from .report.insights import compute_insights
+    from .report.insights import build_insights
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
-        from .rebalances import rebalance_report
-
-        p = detection.prepared
-        report["rebalances"] = rebalance_report(spark, p.ledger, p.events, p.group_ids,
-                                                req.config, anomalies)
+        p = rec.detection.prepared
+        groups = sorted(g for g in p.group_ids if g)
+        report["rebalances"] = {}
+        if groups:
+            clusters = cluster_groups(groups, rec.collected)
+            settings = rebalance_settings(req.config, groups)
+            round2 = collect_all(rebalance_round2_tables(p.ledger, clusters, settings,
+                                                         rec.anomalies))
+            report["rebalances"] = build_rebalance_report(clusters, settings, round2)
     report["verdict"] = decide(report, req.config)
     with stages.stage("validate_results"):
-        results_validation = validate_results(report, req.config, spark)
+        results_validation = validate_results(report, req.config)
     write_results(results_validation, staging / "validation" / "results.json")
     report["results_validation"] = {"success": results_validation.get("success"),
                                     "failed": results_validation.get("failed", [])}
@@ -292,6 +309,6 @@ def _finish_report(spark: SparkSession, req: AuditRequest, report: dict[str, Any
         report["verdict"] = {"verdict": "fail", "reasons": [
             *report["verdict"].get("reasons", []), "results validation failed"]}
     with stages.stage("insights"):
-        insights = compute_insights(anomalies, frames, req.window)
+        insights = build_insights(rec.collected, req.window)
     with stages.stage("render_html"):
         (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")

@@ -21,7 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -193,11 +193,6 @@ class _Splits:
         k = (file, block)
         return self.before[k] + pos - self.first[k] + 1
 
-    def frame(self, spark: SparkSession) -> DataFrame:
-        return spark.createDataFrame(
-            [(f, b, self.first[(f, b)], self.before[(f, b)]) for f, b in self.first],
-            "s_file string, s_block long, s_first_pos long, s_before long")
-
 
 def _origin_pairs(resolved: ResolvedInput) -> dict[str, str]:
     """Spark names files by URI; report the path or s3:// URI the user named."""
@@ -216,31 +211,38 @@ def _shown(pairs: dict[str, str], col):
     return F.coalesce(mapping[col], col)
 
 
-def _quarantine_frame(spark: SparkSession, st: Staged, staged: DataFrame, splits: _Splits,
-                      duplicates: DataFrame | None) -> DataFrame:
-    """Quarantined rows with file, line and reason; later copies of rule 5 with theirs."""
+def _quarantine_frame(st: Staged, staged: DataFrame, splits: _Splits,
+                      later: list[dict]) -> DataFrame:
+    """Quarantined rows with file, line and reason; later copies of rule 5 with theirs.
+    Small lookups travel as map literals: no broadcast job, no join."""
     source, pairs = st.source, _origin_pairs(st.resolved)
     bad = staged.filter(F.col("_status") == "quarantined")
-    if not splits.row_index:
-        bad = bad.join(F.broadcast(splits.frame(spark)),
-                       on=(F.col("_file") == F.col("s_file"))
-                       & (F.col("_block") == F.col("s_block")), how="left")
-        row = (F.when(F.col("_block") < 0, F.col("_pos") + 1)
-               .otherwise(F.col("s_before") + F.col("_pos") - F.col("s_first_pos") + 1))
-    else:
-        row = F.col("_pos") + 1
+    row = F.col("_pos") + 1
+    if not splits.row_index and splits.first:  # line = lines before the split + index in it
+        shift = {f"{f}|{b}": splits.before[(f, b)] - splits.first[(f, b)] + 1
+                 for f, b in splits.first}
+        split_key = F.concat_ws("|", F.col("_file"), F.col("_block").cast("string"))
+        row = F.when(F.col("_block") < 0, row).otherwise(F.col("_pos") + _lookup(shift)[split_key])
     out = bad.select(
         F.lit(source).alias("source"), _shown(pairs, F.col("_file")).alias("file"),
         row.cast("long").alias("row"), F.col("_reason").alias("reason"),
         F.col("_raw").alias("raw"))
-    if duplicates is None:
+    if not later:
         return out
     names = [f.name for f in FIELDS[source]]
-    later = staged.join(F.broadcast(duplicates), on="_rid", how="inner").select(
+    rids = [r["_rid"] for r in later]
+    rid = F.col("_rid")
+    copies = _with_values(staged.sparkSession, staged, "_rid", rids, keep=True).select(
         F.lit(source).alias("source"), _shown(pairs, F.col("_file")).alias("file"),
-        F.col("d_row").alias("row"), F.col("d_reason").alias("reason"),
+        _lookup({r["_rid"]: r["d_row"] for r in later})[rid].cast("long").alias("row"),
+        _lookup({r["_rid"]: r["d_reason"] for r in later})[rid].alias("reason"),
         F.to_json(F.struct(*names)).alias("raw"))
-    return out.unionByName(later)
+    return out.unionByName(copies)
+
+
+def _lookup(mapping: dict) -> Column:
+    """A small dict as a Spark map literal."""
+    return F.create_map(*[x for k, v in mapping.items() for x in (F.lit(k), F.lit(v))])
 
 
 def _later_copies(suspects: list[dict], splits: _Splits, pairs: dict[str, str]) -> list[dict]:
@@ -352,12 +354,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
             raise RuntimeError(f"{s}: accounting broken: read {counts['rows_read']} != valid "
                                f"{counts['rows_valid']} + quarantined "
                                f"{counts['rows_quarantined']}")
-        duplicates = None
         valid = _status_leaf(spark, st, "valid")
         if later:
-            duplicates = spark.createDataFrame(
-                [(r["_rid"], r["d_row"], r["d_reason"]) for r in later],
-                "_rid long, d_row long, d_reason string")
             if moved["valid"]:  # the valid leaf, written again without the later copies
                 path = work / "valid" / s
                 rids = [r["_rid"] for r in later if r["_status"] == "valid"]
@@ -366,7 +364,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                  .select(*[F.col(f.name) for f in FIELDS[s]])
                  .write.mode("overwrite").parquet(str(path)))
                 valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
-        quarantine = (_quarantine_frame(spark, st, frames[s], splits, duplicates)
+        quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"rows_read": counts["rows_read"], "rows_valid": counts["rows_valid"],
                    "rows_quarantined": counts["rows_quarantined"],
