@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from job_count import spark_jobs
 
 from delivery_audit.report.html import render_html
 from delivery_audit.report.insights import compute_insights
@@ -31,27 +30,6 @@ def anomaly(name, severity, **kw):
     return {"anomaly": name, "severity": severity, "units": kw.pop("units", 1), **kw}
 
 
-def spark_jobs(spark, action):
-    """(action(), the number of Spark jobs it ran)."""
-    sc = spark.sparkContext
-    group = f"counted-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "counted")
-    try:
-        result = action()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
-    # the status tracker learns of jobs from the listener bus, asynchronously: wait for the
-    # count to settle
-    seen, since, deadline = -1, time.monotonic(), time.monotonic() + 10
-    while time.monotonic() < deadline:
-        n = len(sc.statusTracker().getJobIdsForGroup(group))
-        if n != seen:
-            seen, since = n, time.monotonic()
-        elif time.monotonic() - since > 0.5:
-            break
-        time.sleep(0.05)
-    return result, seen
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,9 @@ rebalance_report for all cases (module fixtures); each case is its own group and
 
 from __future__ import annotations
 
-import time
-import uuid
-
 import pytest
 from frames import END, START, Log
+from job_count import spark_jobs
 
 from delivery_audit.collect import collect_all
 from delivery_audit.config import AuditConfig
@@ -89,27 +87,6 @@ def build() -> tuple[Log, AuditConfig]:
     return log, config
 
 
-def spark_jobs(spark, action):
-    """(action(), the number of Spark jobs it ran)."""
-    sc = spark.sparkContext
-    group = f"counted-{uuid.uuid4().hex}"
-    sc.setJobGroup(group, "counted")
-    try:
-        result = action()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-        sc.setLocalProperty("spark.job.description", None)
-    # the status tracker learns of jobs from the listener bus, asynchronously: wait for the
-    # count to settle
-    seen, since, deadline = -1, time.monotonic(), time.monotonic() + 10
-    while time.monotonic() < deadline:
-        n = len(sc.statusTracker().getJobIdsForGroup(group))
-        if n != seen:
-            seen, since = n, time.monotonic()
-        elif time.monotonic() - since > 0.5:
-            break
-        time.sleep(0.05)
-    return result, seen
 
 
 @pytest.fixture(scope="module")

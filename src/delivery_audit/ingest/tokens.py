@@ -126,6 +126,19 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         "_text", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 
+def _variant_error() -> Column:
+    """Why a JSON line (``_text``, parsed as ``_v``) is not a row, or the adapter's error."""
+    one_value = F.coalesce(
+        (F.expr("json_array_length('[' || _text || ']')") == 1)
+        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
+    return (
+        F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
+        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
+        .when(~one_value, F.lit("not valid JSON: content after the object"))
+        .otherwise(F.col("_aerr"))
+    )
+
+
 def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
     """The exact reading of JSON lines (``_text``): each field's JSON kind from Spark's
     VARIANT (``try_parse_json`` + ``schema_of_variant``), so ``1.5``, ``true`` and
@@ -139,15 +152,7 @@ def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
     v = F.expr("try_parse_json(_text)")
     parsed = rows.select("_file", "_block", "_pos", "_blank", "_raw", "_text", "_aerr",
                          v.alias("_v"))
-    one_value = F.coalesce(
-        (F.expr("json_array_length('[' || _text || ']')") == 1)
-        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
-    err = (
-        F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
-        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
-        .when(~one_value, F.lit("not valid JSON: content after the object"))
-        .otherwise(F.col("_aerr"))
-    )
+    err = _variant_error()
     cols: list[Column] = []
     for f in FIELDS[source]:
         path = f"$.{f.name}"
@@ -315,15 +320,7 @@ def _exact_variant(df: DataFrame, source: str) -> DataFrame:
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names and c != "_err"]
     parsed = df.select(*rest, F.when(slow, F.expr("try_parse_json(_text)")).alias("_v"))
-    one_value = F.coalesce(
-        (F.expr("json_array_length('[' || _text || ']')") == 1)
-        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
-    err = (
-        F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
-        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
-        .when(~one_value, F.lit("not valid JSON: content after the object"))
-        .otherwise(F.col("_aerr"))
-    )
+    err = _variant_error()
     cols: list[Column] = []
     for f in FIELDS[source]:
         path = f"$.{f.name}"
