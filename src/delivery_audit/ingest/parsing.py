@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
+from .. import sqlexpr as S
 from ..schemas import FIELDS, Field
+from ..sqlexpr import X
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 # Offsets (the nonneg_long fields) stop one short of the long range: a log's end offset
@@ -22,123 +23,123 @@ _DIGITS = r"^[0-9]+$"
 _INTEGRAL_NUMBER = r"^-?[0-9]+(\.0+)?$"
 
 
-def _shown(text: Column) -> Column:
+def _shown(text: X) -> X:
     """A value as quoted in a reason: at most 40 characters."""
-    return F.concat(
-        F.lit("'"),
-        F.substring(text, 1, 40),
-        F.when(F.length(text) > 40, F.lit("…")).otherwise(F.lit("")),
-        F.lit("'"),
+    return S.concat(
+        S.lit("'"),
+        S.fn("substring", text, 1, 40),
+        S.when(S.fn("length", text) > 40, S.lit("…")).otherwise(S.lit("")),
+        S.lit("'"),
     )
 
 
-def _integer_value(kind: Column, text: Column) -> Column:
+def _integer_value(kind: X, text: X) -> X:
     """A JSON integer, an integral number, or an all-digit string, as a long."""
-    integral = F.regexp_extract(text, r"^(-?[0-9]+)(\.0+)?$", 1)
+    integral = S.fn("regexp_extract", text, r"^(-?[0-9]+)(\.0+)?$", 1)
     return (
-        F.when(kind == "int", text.try_cast("long"))
+        S.when(kind == "int", text.try_cast("long"))
         .when((kind == "number") & text.rlike(_INTEGRAL_NUMBER), integral.try_cast("long"))
         .when((kind == "string") & text.rlike(_DIGITS), text.try_cast("long"))
     )
 
 
-def _integer_problem(kind: Column, text: Column, value: Column) -> Column:
+def _integer_problem(kind: X, text: X, value: X) -> X:
     return (
-        F.when(kind.isin("bool", "other", "timestamp"),
-               F.concat(F.lit("wrong type ("), kind, F.lit(")")))
+        S.when(kind.isin("bool", "other", "timestamp"),
+               S.concat(S.lit("wrong type ("), kind, S.lit(")")))
         .when(((kind == "number") & ~text.rlike(_INTEGRAL_NUMBER))
               | ((kind == "string") & ~text.rlike(_DIGITS)),
-              F.concat(F.lit("not an integer "), _shown(text)))
-        .when(value.isNull(), F.concat(F.lit("integer out of range "), _shown(text)))
+              S.concat(S.lit("not an integer "), _shown(text)))
+        .when(value.isNull(), S.concat(S.lit("integer out of range "), _shown(text)))
     )
 
 
-def _epoch_ms_text(kind: Column, text: Column) -> Column:
+def _epoch_ms_text(kind: X, text: X) -> X:
     return (
-        F.when(kind == "int", text)
+        S.when(kind == "int", text)
         .when((kind == "number") & text.rlike(_INTEGRAL_NUMBER),
-              F.regexp_extract(text, r"^(-?[0-9]+)", 1))
+              S.fn("regexp_extract", text, r"^(-?[0-9]+)", 1))
         .when((kind == "string") & text.rlike(_DIGITS), text)
     )
 
 
-def _in_years_1_to_9999(ts: Column) -> Column:
+def _in_years_1_to_9999(ts: X) -> X:
     """The timestamp itself when it lies in years 0001–9999 (UTC), else null. Spark's
     cast takes ISO text of year 0, negative years and years past 9999 ("+10000-…"); the
     same bound as epoch ms applies to them (a Python datetime cannot hold them either)."""
-    return F.when(ts.between(F.timestamp_micros(F.lit(_MS_MIN * 1000)),
-                             F.timestamp_micros(F.lit(_MS_MAX * 1000 + 999))), ts)
+    return S.when(ts.between(S.fn("timestamp_micros", S.lit(_MS_MIN * 1000)),
+                             S.fn("timestamp_micros", S.lit(_MS_MAX * 1000 + 999))), ts)
 
 
-def _timestamp_value(kind: Column, text: Column, ms_text: Column) -> Column:
+def _timestamp_value(kind: X, text: X, ms_text: X) -> X:
     """Epoch milliseconds (integer or all-digit string) or ISO-8601 text."""
     ms = ms_text.try_cast("long")
-    ms_ok = ms.between(F.lit(_MS_MIN), F.lit(_MS_MAX))
-    iso = F.when(kind.isin("string", "timestamp") & ms_text.isNull(),
+    ms_ok = ms.between(S.lit(_MS_MIN), S.lit(_MS_MAX))
+    iso = S.when(kind.isin("string", "timestamp") & ms_text.isNull(),
                  _in_years_1_to_9999(text.try_cast("timestamp")))
-    return F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, ms))).otherwise(iso)
+    return S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, ms))).otherwise(iso)
 
 
-def _timestamp_problem(kind: Column, text: Column, ms_text: Column, value: Column) -> Column:
+def _timestamp_problem(kind: X, text: X, ms_text: X, value: X) -> X:
     return (
-        F.when(kind.isin("bool", "other"), F.concat(F.lit("wrong type ("), kind, F.lit(")")))
+        S.when(kind.isin("bool", "other"), S.concat(S.lit("wrong type ("), kind, S.lit(")")))
         .when(ms_text.isNotNull() & value.isNull(),
-              F.concat(F.lit("epoch ms out of range "), _shown(text)))
+              S.concat(S.lit("epoch ms out of range "), _shown(text)))
         .when(value.isNull() & kind.isin("string", "timestamp")
               & text.try_cast("timestamp").isNotNull(),
-              F.concat(F.lit("timestamp out of range (years 1-9999) "), _shown(text)))
-        .when(value.isNull(), F.concat(F.lit("not a timestamp "), _shown(text)))
+              S.concat(S.lit("timestamp out of range (years 1-9999) "), _shown(text)))
+        .when(value.isNull(), S.concat(S.lit("not a timestamp "), _shown(text)))
     )
 
 
-def _value(f: Field, kind: Column, text: Column, aux: Column | None) -> Column:
+def _value(f: Field, kind: X, text: X, aux: X | None) -> X:
     """Step 1: the candidate value (null when it cannot be had)."""
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         return _integer_value(kind, text)
     if f.kind == "timestamp":
         return _timestamp_value(kind, text, aux)
     if f.kind == "enum":
-        lowered = F.lower(text)
-        return F.when((kind == "string") & lowered.isin(*f.allowed), lowered)
+        lowered = S.fn("lower", text)
+        return S.when((kind == "string") & lowered.isin(*f.allowed), lowered)
     if f.kind == "bool":
-        lowered = F.lower(text)
-        return F.when(kind.isin("bool", "string") & lowered.isin("true", "false"),
+        lowered = S.fn("lower", text)
+        return S.when(kind.isin("bool", "string") & lowered.isin("true", "false"),
                       lowered == "true")
-    return F.when(kind.isin("string", "int"), text)  # string, key: an integer is its text
+    return S.when(kind.isin("string", "int"), text)  # string, key: an integer is its text
 
 
-def _problem(f: Field, kind: Column, text: Column, aux: Column | None,
-             value: Column) -> Column:
+def _problem(f: Field, kind: X, text: X, aux: X | None,
+             value: X) -> X:
     """Step 2: what is wrong with a present value, or null."""
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         problem = _integer_problem(kind, text, value)
         if f.kind.startswith("nonneg"):
-            problem = F.coalesce(problem, F.when(value < 0, F.concat(
-                F.lit("negative "), _shown(text))))
+            problem = S.coalesce(problem, S.when(value < 0, S.concat(
+                S.lit("negative "), _shown(text))))
         if f.kind.endswith("int"):
-            problem = F.coalesce(problem, F.when(~value.between(_INT_MIN, _INT_MAX), F.concat(
-                F.lit("integer out of range "), _shown(text))))
+            problem = S.coalesce(problem, S.when(~value.between(_INT_MIN, _INT_MAX), S.concat(
+                S.lit("integer out of range "), _shown(text))))
         if f.kind == "nonneg_long":
-            problem = F.coalesce(problem, F.when(value > _OFFSET_MAX, F.concat(
-                F.lit("offset out of range "), _shown(text))))
+            problem = S.coalesce(problem, S.when(value > _OFFSET_MAX, S.concat(
+                S.lit("offset out of range "), _shown(text))))
         return problem
     if f.kind == "timestamp":
         return _timestamp_problem(kind, text, aux, value)
     if f.kind == "enum":
-        return (F.when(kind != "string", F.concat(F.lit("wrong type ("), kind, F.lit(")")))
-                .when(value.isNull(), F.concat(
-                    F.lit("not one of " + "/".join(f.allowed) + ": "), _shown(text))))
+        return (S.when(kind != "string", S.concat(S.lit("wrong type ("), kind, S.lit(")")))
+                .when(value.isNull(), S.concat(
+                    S.lit("not one of " + "/".join(f.allowed) + ": "), _shown(text))))
     if f.kind == "bool":
-        return F.when(value.isNull(), F.concat(F.lit("not a boolean "), _shown(text)))
-    return F.when(value.isNull(), F.concat(F.lit("wrong type ("), kind, F.lit(")")))
+        return S.when(value.isNull(), S.concat(S.lit("not a boolean "), _shown(text)))
+    return S.when(value.isNull(), S.concat(S.lit("wrong type ("), kind, S.lit(")")))
 
 
-def _source_rules(source: str) -> list[Column]:
+def _source_rules(source: str) -> list[X]:
     """Cross-field rules (rule 3)."""
     if source == "sends":
-        return [F.when((F.col("status") == "acked")
-                       & (F.col("partition").isNull() | F.col("offset").isNull()),
-                       F.lit("acked send without partition/offset"))]
+        return [S.when((S.col("status") == "acked")
+                       & (S.col("partition").isNull() | S.col("offset").isNull()),
+                       S.lit("acked send without partition/offset"))]
     return []
 
 
@@ -170,66 +171,66 @@ _FAST_KINDS = {
 }
 
 
-def _fast_value(f: Field, kind: Column, text: Column) -> tuple[Column, Column]:
+def _fast_value(f: Field, kind: X, text: X) -> tuple[X, X]:
     """(accepted, value) for a present value; not accepted → the strict path."""
     kind_ok = kind.isin(*_FAST_KINDS[f.kind])
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         ok = text.rlike(_PLAIN_DIGITS)
         value = text.try_cast("long")
         if f.kind.endswith("int"):
-            ok = ok & (F.length(text) < 10)
+            ok = ok & (S.fn("length", text) < 10)
         return kind_ok & ok, value
     if f.kind == "timestamp":
         digits = text.rlike(_PLAIN_DIGITS)
-        iso = F.when(~digits & text.rlike(_ISO_START),
+        iso = S.when(~digits & text.rlike(_ISO_START),
                      _in_years_1_to_9999(text.try_cast("timestamp")))
-        ms_ok = digits & (F.length(text) < 15)  # below _MS_MAX
-        value = F.when(ms_ok, F.timestamp_millis(F.when(ms_ok, text.try_cast("long")))) \
+        ms_ok = digits & (S.fn("length", text) < 15)  # below _MS_MAX
+        value = S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, text.try_cast("long")))) \
             .otherwise(iso)
         return kind_ok & value.isNotNull(), value
     if f.kind == "enum":
-        lowered = F.lower(text)
+        lowered = S.fn("lower", text)
         ok = lowered.isin(*f.allowed)
         return kind_ok & ok, lowered
     if f.kind == "bool":
-        lowered = F.lower(text)
+        lowered = S.fn("lower", text)
         return kind_ok & lowered.isin("true", "false"), lowered == "true"
     ok = ~text.rlike(_OTHER_KIND_TEXT) | text.rlike(_PLAIN_DIGITS)  # string, key
     return kind_ok & ok, text
 
 
-def _missing(kind: Column, text: Column) -> Column:
+def _missing(kind: X, text: X) -> X:
     """Rule 3's "missing", exactly as parse_tokens has it."""
     return (kind == "null") | ((kind == "string") & (text == ""))
 
 
 def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     """Add ``_fast``: the row is plainly valid and is typed by :func:`fast_parse`."""
-    conds = [F.col("_err").isNull()]
+    conds = [S.col("_err").isNull()]
     for f in FIELDS[source]:
-        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
         ok, _ = _fast_value(f, k, t)
-        conds.append(F.when(~_missing(k, t), ok).otherwise(F.lit(not f.required)))
+        conds.append(S.when(~_missing(k, t), ok).otherwise(S.lit(not f.required)))
     if source == "sends":  # rule 3, as in _source_rules
-        present = {n: ~_missing(F.col(f"{n}__k"), F.col(f"{n}__s"))
+        present = {n: ~_missing(S.col(f"{n}__k"), S.col(f"{n}__s"))
                    for n in ("status", "partition", "offset")}
-        conds.append((F.lower(F.col("status__s")) != "acked")
+        conds.append((S.fn("lower", S.col("status__s")) != "acked")
                      | (present["partition"] & present["offset"]))
     ok = conds[0]
     for c in conds[1:]:
-        ok = ok & F.coalesce(c, F.lit(False))
-    return tokens.withColumn("_fast", ok)
+        ok = ok & S.coalesce(c, S.lit(False))
+    return S.select(tokens, "*", ok.alias("_fast"))
 
 
 def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
     """Rows with ``_fast`` → the same columns as :func:`parse_tokens` (``_reason`` null)."""
     typed = []
     for f in FIELDS[source]:
-        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
         _, value = _fast_value(f, k, t)
-        typed.append(F.when(~_missing(k, t), value).cast(f.spark_type).alias(f.name))
-    return tokens.select("_file", "_block", "_pos", "_raw", *typed,
-                         F.lit(None).cast("string").alias("_reason"))
+        typed.append(S.when(~_missing(k, t), value).cast(f.spark_type).alias(f.name))
+    return S.select(tokens, "_file", "_block", "_pos", "_raw", *typed,
+                         S.lit(None).cast("string").alias("_reason"))
 
 
 def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) -> DataFrame:
@@ -243,43 +244,43 @@ def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) ->
     fields = FIELDS[source]
     keep = ["_file", "_block", "_pos", "_raw", "_err", *carry]
 
-    def k(f: Field) -> Column:
-        return F.col(f"{f.name}__k")
+    def k(f: Field) -> X:
+        return S.col(f"{f.name}__k")
 
-    def t(f: Field) -> Column:
-        return F.col(f"{f.name}__s")
+    def t(f: Field) -> X:
+        return S.col(f"{f.name}__s")
 
     aux = [_epoch_ms_text(k(f), t(f)).alias(f"{f.name}__a") for f in fields
            if f.kind == "timestamp"]
-    step0 = tokens.select(*keep, *[c for f in fields for c in (k(f), t(f))], *aux)
+    step0 = S.select(tokens, *keep, *[c for f in fields for c in (k(f), t(f))], *aux)
 
-    def a(f: Field) -> Column | None:
-        return F.col(f"{f.name}__a") if f.kind == "timestamp" else None
+    def a(f: Field) -> X | None:
+        return S.col(f"{f.name}__a") if f.kind == "timestamp" else None
 
-    step1 = step0.select("*", *[_value(f, k(f), t(f), a(f)).alias(f"{f.name}__v")
+    step1 = S.select(step0, "*", *[_value(f, k(f), t(f), a(f)).alias(f"{f.name}__v")
                                 for f in fields])
     missing = {f.name: (k(f) == "null") | ((k(f) == "string") & (t(f) == "")) for f in fields}
-    step2 = step1.select(
+    step2 = S.select(step1,
         *keep,
-        *[F.col(f"{f.name}__v") for f in fields],
+        *[S.col(f"{f.name}__v") for f in fields],
         *[missing[f.name].alias(f"{f.name}__m") for f in fields],
-        *[_problem(f, k(f), t(f), a(f), F.col(f"{f.name}__v")).alias(f"{f.name}__p")
+        *[_problem(f, k(f), t(f), a(f), S.col(f"{f.name}__v")).alias(f"{f.name}__p")
           for f in fields],
     )
-    typed, reasons = [], [F.col("_err")]
+    typed, reasons = [], [S.col("_err")]
     for f in fields:
-        m, p, v = F.col(f"{f.name}__m"), F.col(f"{f.name}__p"), F.col(f"{f.name}__v")
-        typed.append(F.when(~m & p.isNull(), v).cast(f.spark_type).alias(f.name))
+        m, p, v = S.col(f"{f.name}__m"), S.col(f"{f.name}__p"), S.col(f"{f.name}__v")
+        typed.append(S.when(~m & p.isNull(), v).cast(f.spark_type).alias(f.name))
         reasons.append(
-            F.when(m & F.lit(f.required), F.lit(f"missing required field '{f.name}'"))
-            .when(~m & p.isNotNull(), F.concat(F.lit(f"field '{f.name}': "), p)))
-    stage = step2.select(*keep, *typed, F.concat_ws("; ", *reasons).alias("_r1"))
+            S.when(m & S.lit(f.required), S.lit(f"missing required field '{f.name}'"))
+            .when(~m & p.isNotNull(), S.concat(S.lit(f"field '{f.name}': "), p)))
+    stage = S.select(step2, *keep, *typed, S.concat_ws("; ", *reasons).alias("_r1"))
     # a row that is not a JSON object has no fields to complain about
-    reason = F.when(F.col("_err").isNotNull(), F.col("_err")).otherwise(
-        F.concat_ws("; ", F.col("_r1"), *_source_rules(source)))
-    return stage.select(
+    reason = S.when(S.col("_err").isNotNull(), S.col("_err")).otherwise(
+        S.concat_ws("; ", S.col("_r1"), *_source_rules(source)))
+    return S.select(stage,
         "_file", "_block", "_pos", "_raw", *carry, *[f.name for f in fields],
-        F.when(reason != "", reason).alias("_reason"),
+        S.when(reason != "", reason).alias("_reason"),
     )
 
 
@@ -291,23 +292,23 @@ def typed_rows(tokens: DataFrame, source: str, exact) -> DataFrame:
     ``exact(df)`` gives the strict path its exact kinds (VARIANT for JSON lines), computed
     only for rows that are not plainly valid; for plain rows the strict path sees every
     field as missing (cheap: its tests short-circuit on the kind) and its result is unused.
-    Columns out: ``_file, _block, _pos, _rid, _blank, _raw``, the typed fields, ``_reason``.
+    Xs out: ``_file, _block, _pos, _rid, _blank, _raw``, the typed fields, ``_reason``.
     """
     fields = FIELDS[source]
     flagged = fast_accepted(tokens, source)
     fast_values = []
     for f in fields:
-        k, t = F.col(f"{f.name}__k"), F.col(f"{f.name}__s")
+        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
         _, value = _fast_value(f, k, t)
-        fast_values.append(F.when(F.col("_fast") & ~_missing(k, t), value)
+        fast_values.append(S.when(S.col("_fast") & ~_missing(k, t), value)
                            .cast(f.spark_type).alias(f"{f.name}__f"))
     carried = ("_fast", "_blank", "_rid", *[f"{f.name}__f" for f in fields])
-    with_fast = flagged.select("*", *fast_values)
+    with_fast = S.select(flagged, "*", *fast_values)
     strict = parse_tokens(exact(with_fast), source, carry=carried)
-    fast = F.col("_fast")
-    return strict.select(
+    fast = S.col("_fast")
+    return S.select(strict,
         "_file", "_block", "_pos", "_rid", "_blank", "_raw",
-        *[F.when(fast, F.col(f"{f.name}__f")).otherwise(F.col(f.name)).alias(f.name)
+        *[S.when(fast, S.col(f"{f.name}__f")).otherwise(S.col(f.name)).alias(f.name)
           for f in fields],
-        F.when(~fast, F.col("_reason")).alias("_reason"),
+        S.when(~fast, S.col("_reason")).alias("_reason"),
     )

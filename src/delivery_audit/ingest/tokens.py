@@ -20,17 +20,19 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .. import sqlexpr as S
 from ..schemas import FIELDS
+from ..sqlexpr import X
 
 
-def _variant_kind(type_col: Column) -> Column:
+def _variant_kind(type_col: X) -> X:
     return (
-        F.when(type_col.isNull() | (type_col == F.lit("VOID")), F.lit("null"))
-        .when(type_col == F.lit("STRING"), F.lit("string"))
-        .when(type_col.isin("BIGINT", "INT", "SMALLINT", "TINYINT"), F.lit("int"))
-        .when(type_col.startswith("DECIMAL") | type_col.isin("DOUBLE", "FLOAT"), F.lit("number"))
-        .when(type_col == F.lit("BOOLEAN"), F.lit("bool"))
-        .otherwise(F.lit("other"))
+        S.when(type_col.isNull() | (type_col == S.lit("VOID")), S.lit("null"))
+        .when(type_col == S.lit("STRING"), S.lit("string"))
+        .when(type_col.isin("BIGINT", "INT", "SMALLINT", "TINYINT"), S.lit("int"))
+        .when(type_col.startswith("DECIMAL") | type_col.isin("DOUBLE", "FLOAT"), S.lit("number"))
+        .when(type_col == S.lit("BOOLEAN"), S.lit("bool"))
+        .otherwise(S.lit("other"))
     )
 
 
@@ -126,16 +128,16 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         "_text", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 
-def _variant_error() -> Column:
+def _variant_error() -> X:
     """Why a JSON line (``_text``, parsed as ``_v``) is not a row, or the adapter's error."""
-    one_value = F.coalesce(
-        (F.expr("json_array_length('[' || _text || ']')") == 1)
-        & (F.expr("json_array_length('[' || _text || ',0]')") == 2), F.lit(False))
+    one_value = S.coalesce(
+        (S.raw("json_array_length('[' || _text || ']')") == 1)
+        & (S.raw("json_array_length('[' || _text || ',0]')") == 2), S.lit(False))
     return (
-        F.when(F.col("_v").isNull(), F.lit("not valid JSON"))
-        .when(~F.col("_text").rlike(r"^[ \t]*\{"), F.lit("not a JSON object"))
-        .when(~one_value, F.lit("not valid JSON: content after the object"))
-        .otherwise(F.col("_aerr"))
+        S.when(S.col("_v").isNull(), S.lit("not valid JSON"))
+        .when(~S.col("_text").rlike(r"^[ \t]*\{"), S.lit("not a JSON object"))
+        .when(~one_value, S.lit("not valid JSON: content after the object"))
+        .otherwise(S.col("_aerr"))
     )
 
 
@@ -149,17 +151,17 @@ def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
     silently): a line is one object only if, wrapped as ``[line]`` and ``[line,0]``, it
     is an array of 1 and of 2 elements (content after the object would either make them
     invalid or change one of the lengths)."""
-    v = F.expr("try_parse_json(_text)")
-    parsed = rows.select("_file", "_block", "_pos", "_blank", "_raw", "_text", "_aerr",
+    v = S.raw("try_parse_json(_text)")
+    parsed = S.select(rows, "_file", "_block", "_pos", "_blank", "_raw", "_text", "_aerr",
                          v.alias("_v"))
     err = _variant_error()
-    cols: list[Column] = []
+    cols: list[X] = []
     for f in FIELDS[source]:
         path = f"$.{f.name}"
-        cols.append(_variant_kind(F.expr(f"schema_of_variant(variant_get(_v, '{path}'))"))
+        cols.append(_variant_kind(S.raw(f"schema_of_variant(variant_get(_v, '{path}'))"))
                     .alias(f"{f.name}__k"))
-        cols.append(F.expr(f"try_variant_get(_v, '{path}', 'string')").alias(f"{f.name}__s"))
-    return parsed.select("_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
+        cols.append(S.raw(f"try_variant_get(_v, '{path}', 'string')").alias(f"{f.name}__s"))
+    return S.select(parsed, "_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
 
 
 def _input_error(message: str) -> Exception:
@@ -316,32 +318,32 @@ def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
 def _exact_variant(df: DataFrame, source: str) -> DataFrame:
     """JSON lines: kinds and texts from VARIANT (:func:`variant_tokens`'s rules), parsed only
     for rows that are not plainly valid (``_fast``); plain rows get every kind "null"."""
-    slow = ~F.col("_fast")
+    slow = ~S.col("_fast")
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names and c != "_err"]
-    parsed = df.select(*rest, F.when(slow, F.expr("try_parse_json(_text)")).alias("_v"))
+    parsed = S.select(df, *rest, S.when(slow, S.raw("try_parse_json(_text)")).alias("_v"))
     err = _variant_error()
-    cols: list[Column] = []
+    cols: list[X] = []
     for f in FIELDS[source]:
         path = f"$.{f.name}"
-        kind = _variant_kind(F.expr(f"schema_of_variant(variant_get(_v, '{path}'))"))
-        cols.append(F.when(slow, kind).otherwise(F.lit("null")).alias(f"{f.name}__k"))
-        cols.append(F.when(slow, F.expr(f"try_variant_get(_v, '{path}', 'string')"))
+        kind = _variant_kind(S.raw(f"schema_of_variant(variant_get(_v, '{path}'))"))
+        cols.append(S.when(slow, kind).otherwise(S.lit("null")).alias(f"{f.name}__k"))
+        cols.append(S.when(slow, S.raw(f"try_variant_get(_v, '{path}', 'string')"))
                     .alias(f"{f.name}__s"))
-    return parsed.select(*rest, F.when(slow, err).alias("_err"), *cols)
+    return S.select(parsed, *rest, S.when(slow, err).alias("_err"), *cols)
 
 
 def _exact_as_read(df: DataFrame, source: str) -> DataFrame:
     """CSV and Parquet kinds are exact as read; plain rows get every kind "null"."""
-    slow = ~F.col("_fast")
+    slow = ~S.col("_fast")
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names]
-    cols: list[Column] = []
+    cols: list[X] = []
     for f in FIELDS[source]:
-        cols.append(F.when(slow, F.col(f"{f.name}__k")).otherwise(F.lit("null"))
+        cols.append(S.when(slow, S.col(f"{f.name}__k")).otherwise(S.lit("null"))
                     .alias(f"{f.name}__k"))
-        cols.append(F.when(slow, F.col(f"{f.name}__s")).alias(f"{f.name}__s"))
-    return df.select(*rest, *cols)
+        cols.append(S.when(slow, S.col(f"{f.name}__s")).alias(f"{f.name}__s"))
+    return S.select(df, *rest, *cols)
 
 
 def exact_for(fmt: str, source: str):
