@@ -185,7 +185,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                            "group_topics": p.group_topics, **metrics,
                            **rebalance_tables(p.ledger, p.events, groups),
                            **insight_tables(anomalies, frames, req.window)})
-        input_metrics = {s: {**got[f"metrics:{s}"][0], **i.metrics}
+        input_metrics = {s: {**i.counts, **i.metrics, **got[f"metrics:{s}"][0]}
                          for s, i in ingested.items()}
         rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
         states = got["states"]

@@ -29,7 +29,7 @@ from ..collect import collect_all
 from ..config import AuditConfig
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
-from .dedup import identity_columns
+from .dedup import compared_values, fingerprint, later_copies
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
 from .parsing import typed_rows
 from .pruning import Bounds
@@ -57,7 +57,9 @@ class Ingested:
     files: tuple[str, ...] = ()
     bytes: int = 0
     pruned: int = 0
-    metrics: dict[str, Any] = field(default_factory=dict)  # input metrics (quality.py)
+    # what the input suites need beyond counts (quality.py): duplicates_quarantined,
+    # by_topic (valid rows per topic) and, for ledger and events, group_ids
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def _status_column(source: str, window: AuditWindow, config: AuditConfig):
@@ -119,15 +121,15 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
                                       list(resolved.origins), adapted, config, window=window)
         fmt = "jsonl"
     rows = typed_rows(read_tokens(spark, fmt, files, source), source, exact_for(fmt, source))
-    plain = F.col("_reason").isNull() & ~F.col("_blank")
+    parsed = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
         "_file", "_block", "_pos",
         # a row id unique in the staged copy: above any union of file groups (inside one,
         # each branch numbers its own partitions from 0)
         F.monotonically_increasing_id().alias("_rid"),
-        F.when(F.col("_reason").isNotNull() & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
+        F.when(~parsed & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
         "_reason",
-        F.when(plain, F.xxhash64(*[F.col(c) for c in identity_columns(source)])).alias("_fp"),
+        F.when(parsed, fingerprint(source)).alias("_fp"),
         *[F.col(f.name) for f in FIELDS[source]],
         _status_column(source, window, config).alias("_status"),
     )
@@ -204,11 +206,8 @@ def _origin_pairs(resolved: ResolvedInput) -> dict[str, str]:
     return pairs
 
 
-def _shown(pairs: dict[str, str], col):
-    if not pairs:
-        return col
-    mapping = F.create_map(*[x for k, v in pairs.items() for x in (F.lit(k), F.lit(v))])
-    return F.coalesce(mapping[col], col)
+def _shown(pairs: dict[str, str], col: Column) -> Column:
+    return F.coalesce(_lookup(pairs)[col], col) if pairs else col
 
 
 def _quarantine_frame(st: Staged, staged: DataFrame, splits: _Splits,
@@ -243,26 +242,6 @@ def _quarantine_frame(st: Staged, staged: DataFrame, splits: _Splits,
 def _lookup(mapping: dict) -> Column:
     """A small dict as a Spark map literal."""
     return F.create_map(*[x for k, v in mapping.items() for x in (F.lit(k), F.lit(v))])
-
-
-def _later_copies(suspects: list[dict], splits: _Splits, pairs: dict[str, str]) -> list[dict]:
-    """Rule 5 on the driver, for the few rows whose fingerprint repeats: per identical row
-    (same fingerprint and same compared values), the first in file order stays; every later
-    copy gets its own line and "duplicate of line N [of FILE]"."""
-    groups: dict[tuple, list[dict]] = {}
-    for r in suspects:
-        groups.setdefault((r["_fp"], r["_idj"]), []).append(r)
-    out = []
-    for rows in groups.values():
-        rows.sort(key=lambda r: (r["_file"], r["_block"], r["_pos"], r["_rid"]))
-        first = rows[0]
-        first_line = splits.line(first["_file"], first["_block"], first["_pos"])
-        for r in rows[1:]:
-            where = "" if r["_file"] == first["_file"] else \
-                f" of {pairs.get(first['_file'], first['_file'])}"
-            out.append({**r, "d_row": splits.line(r["_file"], r["_block"], r["_pos"]),
-                        "d_reason": f"duplicate of line {first_line}{where}"})
-    return out
 
 
 # up to this many values a filter names them (pushed down to Parquet, no broadcast job);
@@ -318,10 +297,9 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         for s, fps in repeated.items():
             if not fps:
                 continue
-            ident = F.to_json(F.struct(*[F.col(c) for c in identity_columns(s)]))
             probe[s] = _with_values(spark, frames[s], "_fp", fps, keep=True).select(
-                "_fp", ident.alias("_idj"), "_file", "_block", "_pos", "_rid", "_status",
-                "topic")
+                "_fp", compared_values(s).alias("_values"), "_file", "_block", "_pos",
+                "_rid", "_status", "topic")
         suspects.update(collect_all(probe))
 
     for s, st in staged.items():
@@ -334,7 +312,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         if scanned != sum(by_status.values()):
             raise RuntimeError(f"{s}: accounting broken: {scanned} rows staged, "
                                f"{sum(by_status.values())} counted by status")
-        later = _later_copies(suspects[s], splits, _origin_pairs(st.resolved))
+        later = later_copies(suspects[s], splits.line, _origin_pairs(st.resolved))
         moved = {k: sum(1 for r in later if r["_status"] == k) for k in STATUSES}
         by_topic = {r["topic"]: int(r["n"]) for r in got[f"{s}:by_topic"]}
         for r in later:
@@ -347,28 +325,21 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
             "rows_before_lookback": by_status["before_lookback"] - moved["before_lookback"],
             **st.extra_counts,
         }
+        # every staged row is in one status (checked against the footers above), so
+        # rows_read = rows_valid + rows_quarantined holds by construction from here
         counts["rows_valid"] = counts["rows_read"] - counts["rows_quarantined"]
-        if counts["rows_valid"] != (by_status["valid"] - moved["valid"]
-                                    + counts["rows_after_window"]
-                                    + counts["rows_before_lookback"]):
-            raise RuntimeError(f"{s}: accounting broken: read {counts['rows_read']} != valid "
-                               f"{counts['rows_valid']} + quarantined "
-                               f"{counts['rows_quarantined']}")
         valid = _status_leaf(spark, st, "valid")
-        if later:
-            if moved["valid"]:  # the valid leaf, written again without the later copies
-                path = work / "valid" / s
-                rids = [r["_rid"] for r in later if r["_status"] == "valid"]
-                (_with_values(spark, frames[s].filter(F.col("_status") == "valid"), "_rid",
-                              rids, keep=False)
-                 .select(*[F.col(f.name) for f in FIELDS[s]])
-                 .write.mode("overwrite").parquet(str(path)))
-                valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
+        if moved["valid"]:  # the valid leaf, written again without the later copies
+            path = work / "valid" / s
+            rids = [r["_rid"] for r in later if r["_status"] == "valid"]
+            (_with_values(spark, frames[s].filter(F.col("_status") == "valid"), "_rid",
+                          rids, keep=False)
+             .select(*[F.col(f.name) for f in FIELDS[s]])
+             .write.mode("overwrite").parquet(str(path)))
+            valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
-        metrics = {"rows_read": counts["rows_read"], "rows_valid": counts["rows_valid"],
-                   "rows_quarantined": counts["rows_quarantined"],
-                   "duplicates_quarantined": len(later), "by_topic": by_topic}
+        metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic}
         if f"{s}:groups" in got:
             metrics["group_ids"] = sorted(r["group_id"] for r in got[f"{s}:groups"])
         r = st.resolved

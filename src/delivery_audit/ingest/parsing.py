@@ -222,13 +222,16 @@ def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     return S.select(tokens, "*", ok.alias("_fast"))
 
 
+def _fast_typed(f: Field) -> X:
+    """A field's value typed from its text, as the fast path has it (null when missing)."""
+    k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
+    _, value = _fast_value(f, k, t)
+    return S.when(~_missing(k, t), value).cast(f.spark_type)
+
+
 def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
     """Rows with ``_fast`` → the same columns as :func:`parse_tokens` (``_reason`` null)."""
-    typed = []
-    for f in FIELDS[source]:
-        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-        _, value = _fast_value(f, k, t)
-        typed.append(S.when(~_missing(k, t), value).cast(f.spark_type).alias(f.name))
+    typed = [_fast_typed(f).alias(f.name) for f in FIELDS[source]]
     return S.select(tokens, "_file", "_block", "_pos", "_raw", *typed,
                          S.lit(None).cast("string").alias("_reason"))
 
@@ -292,22 +295,18 @@ def typed_rows(tokens: DataFrame, source: str, exact) -> DataFrame:
     ``exact(df)`` gives the strict path its exact kinds (VARIANT for JSON lines), computed
     only for rows that are not plainly valid; for plain rows the strict path sees every
     field as missing (cheap: its tests short-circuit on the kind) and its result is unused.
-    Xs out: ``_file, _block, _pos, _rid, _blank, _raw``, the typed fields, ``_reason``.
+    Columns out: ``_file, _block, _pos, _blank, _raw``, the typed fields, ``_reason``.
     """
     fields = FIELDS[source]
     flagged = fast_accepted(tokens, source)
-    fast_values = []
-    for f in fields:
-        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-        _, value = _fast_value(f, k, t)
-        fast_values.append(S.when(S.col("_fast") & ~_missing(k, t), value)
-                           .cast(f.spark_type).alias(f"{f.name}__f"))
-    carried = ("_fast", "_blank", "_rid", *[f"{f.name}__f" for f in fields])
+    fast_values = [S.when(S.col("_fast"), _fast_typed(f)).alias(f"{f.name}__f")
+                   for f in fields]
+    carried = ("_fast", "_blank", *[f"{f.name}__f" for f in fields])
     with_fast = S.select(flagged, "*", *fast_values)
     strict = parse_tokens(exact(with_fast), source, carry=carried)
     fast = S.col("_fast")
     return S.select(strict,
-        "_file", "_block", "_pos", "_rid", "_blank", "_raw",
+        "_file", "_block", "_pos", "_blank", "_raw",
         *[S.when(fast, S.col(f"{f.name}__f")).otherwise(S.col(f.name)).alias(f.name)
           for f in fields],
         S.when(~fast, S.col("_reason")).alias("_reason"),

@@ -118,7 +118,6 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
                     .alias(f"{f.name}__k"))
         cols.append(j[f.name].alias(f"{f.name}__s"))
     return parsed.select(
-        F.col("_pos").alias("_rid"),
         F.when(adapted, j["__file"]).otherwise(F.col("_file")).alias("_file"),
         F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
         F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
@@ -129,7 +128,13 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
 
 
 def _variant_error() -> X:
-    """Why a JSON line (``_text``, parsed as ``_v``) is not a row, or the adapter's error."""
+    """Why a JSON line (``_text``, parsed as ``_v``) is not a row, or the adapter's error.
+
+    ``try_parse_json`` stops after the first JSON value and ignores what follows it
+    (``{…} {…}``, two records glued by a lost line break, would lose the second one
+    silently): a line is one object only if, wrapped as ``[line]`` and ``[line,0]``, it
+    is an array of 1 and of 2 elements (content after the object would either make them
+    invalid or change one of the lengths)."""
     one_value = S.coalesce(
         (S.raw("json_array_length('[' || _text || ']')") == 1)
         & (S.raw("json_array_length('[' || _text || ',0]')") == 2), S.lit(False))
@@ -139,29 +144,6 @@ def _variant_error() -> X:
         .when(~one_value, S.lit("not valid JSON: content after the object"))
         .otherwise(S.col("_aerr"))
     )
-
-
-def variant_tokens(rows: DataFrame, source: str) -> DataFrame:
-    """The exact reading of JSON lines (``_text``): each field's JSON kind from Spark's
-    VARIANT (``try_parse_json`` + ``schema_of_variant``), so ``1.5``, ``true`` and
-    objects are told apart from strings. Keeps the position columns and ``_raw``.
-
-    ``try_parse_json`` stops after the first JSON value and ignores what follows it
-    (``{…} {…}``, two records glued by a lost line break, would lose the second one
-    silently): a line is one object only if, wrapped as ``[line]`` and ``[line,0]``, it
-    is an array of 1 and of 2 elements (content after the object would either make them
-    invalid or change one of the lengths)."""
-    v = S.raw("try_parse_json(_text)")
-    parsed = S.select(rows, "_file", "_block", "_pos", "_blank", "_raw", "_text", "_aerr",
-                         v.alias("_v"))
-    err = _variant_error()
-    cols: list[X] = []
-    for f in FIELDS[source]:
-        path = f"$.{f.name}"
-        cols.append(_variant_kind(S.raw(f"schema_of_variant(variant_get(_v, '{path}'))"))
-                    .alias(f"{f.name}__k"))
-        cols.append(S.raw(f"try_variant_get(_v, '{path}', 'string')").alias(f"{f.name}__s"))
-    return S.select(parsed, "_file", "_block", "_pos", "_blank", "_raw", err.alias("_err"), *cols)
 
 
 def _input_error(message: str) -> Exception:
@@ -212,7 +194,7 @@ def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
                         .alias(f"{f.name}__k"))
             cols.append(s.alias(f"{f.name}__s"))
         frames.append(df.select(
-            "_file", "_block", "_pos", F.col("_pos").alias("_rid"), F.lit(False).alias("_blank"),
+            "_file", "_block", "_pos", F.lit(False).alias("_blank"),
             _raw_json(data_cols).alias("_raw"),
             F.lit(None).cast("string").alias("_err"), *cols,
         ))
@@ -295,9 +277,7 @@ def _parquet_tokens(df: DataFrame, source: str) -> DataFrame:
         cols.append(F.when(c.isNull(), F.lit("null")).otherwise(F.lit(kind))
                     .alias(f"{f.name}__k"))
         cols.append(text.alias(f"{f.name}__s"))
-    return df.select("_file", "_block", "_pos",
-                     F.monotonically_increasing_id().alias("_rid"),
-                     F.lit(False).alias("_blank"),
+    return df.select("_file", "_block", "_pos", F.lit(False).alias("_blank"),
                      _raw_json(list(types)).alias("_raw"),
                      F.lit(None).cast("string").alias("_err"), *cols)
 
@@ -309,15 +289,12 @@ def read_tokens(spark: SparkSession, fmt: str, files: list[str], source: str) ->
     return READERS[fmt](spark, list(files), source)
 
 
-def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
-    """Tokens with exact kinds for the strict path: JSON lines are read again through
-    VARIANT; CSV and Parquet kinds are exact already."""
-    return variant_tokens(rows, source) if fmt == "jsonl" else rows
-
-
 def _exact_variant(df: DataFrame, source: str) -> DataFrame:
-    """JSON lines: kinds and texts from VARIANT (:func:`variant_tokens`'s rules), parsed only
-    for rows that are not plainly valid (``_fast``); plain rows get every kind "null"."""
+    """The exact reading of JSON lines (``_text``): each field's JSON kind from Spark's
+    VARIANT (``try_parse_json`` + ``schema_of_variant``), so ``1.5``, ``true`` and
+    objects are told apart from strings; why a line is not a row in ``_err``
+    (:func:`_variant_error`). Parsed only for rows that are not plainly valid (``_fast``):
+    plain rows get every kind "null"."""
     slow = ~S.col("_fast")
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names and c != "_err"]
@@ -352,6 +329,12 @@ def exact_for(fmt: str, source: str):
     if fmt == "jsonl":
         return lambda df: _exact_variant(df, source)
     return lambda df: _exact_as_read(df, source)
+
+
+def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
+    """Tokens with exact kinds for every row (the strict path alone, as tests compare it):
+    :func:`exact_for` with no row taken as plainly valid."""
+    return exact_for(fmt, source)(rows.withColumn("_fast", F.lit(False)))
 
 
 def uses_row_index(fmt: str) -> bool:
