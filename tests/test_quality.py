@@ -263,17 +263,18 @@ def test_audited_topics_limit_the_volume_check(metrics):
     assert "topic_rows_valid" not in failed_by_metric(res["ledger"])
 
 
-def test_frames_call_form_and_missing_sources(good_frames):
-    out = validate_inputs(good_frames, WINDOW, GOOD_CONFIG)
+def test_metrics_of_plain_frames_and_missing_sources(good_frames):
+    out = validate_inputs(input_metrics(good_frames, WINDOW, GOOD_CONFIG), WINDOW, GOOD_CONFIG)
     assert all(out[s]["success"] for s in INPUT_SUITES), out
-    partial = validate_inputs({"events": good_frames["events"]}, WINDOW, GOOD_CONFIG)
+    events_only = input_metrics({"events": good_frames["events"]}, WINDOW, GOOD_CONFIG)
+    partial = validate_inputs(events_only, WINDOW, GOOD_CONFIG)
     assert partial["events"]["success"] and "skipped" not in partial["events"]
     assert partial["sends"]["skipped"] and partial["sends"]["success"]
 
 
 def test_empty_events_frame_passes(spark):
-    out = validate_inputs({"events": frame(spark, "events", [])}, WINDOW, AuditConfig(),
-                          sources=("events",))
+    empty = input_metrics({"events": frame(spark, "events", [])}, WINDOW, AuditConfig())
+    out = validate_inputs(empty, WINDOW, AuditConfig(), sources=("events",))
     assert out["events"]["success"], out["events"]["failed"]
 
 

@@ -15,12 +15,8 @@ from delivery_audit.config import AuditConfig
 from delivery_audit.detection import detect
 from delivery_audit.rebalances import (
     advice,
-    build_rebalance_report,
-    cluster_groups,
     group_settings,
     rebalance_report,
-    rebalance_round2_tables,
-    rebalance_settings,
     rebalance_tables,
 )
 from delivery_audit.report.insights import build_insights, compute_insights, insight_tables
@@ -106,7 +102,7 @@ def inputs(spark):
 @pytest.fixture(scope="module")
 def report(spark, inputs):
     i = inputs
-    return rebalance_report(spark, i["ledger"], i["events"], i["groups"], i["config"],
+    return rebalance_report(i["ledger"], i["events"], i["groups"], i["config"],
                             i["anomalies"])
 
 
@@ -172,7 +168,7 @@ def test_inferred_from_ledger_member_change(report):
 def test_rebalance_report_costs_two_spark_jobs(spark, inputs, report):
     i = inputs
     again, jobs = spark_jobs(spark, lambda: rebalance_report(
-        spark, i["ledger"], i["events"], i["groups"], i["config"], i["anomalies"]))
+        i["ledger"], i["events"], i["groups"], i["config"], i["anomalies"]))
     assert jobs == 2
     assert again == report
 
@@ -180,7 +176,7 @@ def test_rebalance_report_costs_two_spark_jobs(spark, inputs, report):
 def test_redeliveries_linked_are_the_anomaly_tables_rows(spark, inputs):
     i = inputs
     without = i["anomalies"].filter(i["anomalies"]["anomaly"] != "redelivery")
-    poll = rebalance_report(spark, i["ledger"], i["events"], i["groups"], i["config"],
+    poll = rebalance_report(i["ledger"], i["events"], i["groups"], i["config"],
                             without)["poll"]
     assert poll["redeliveries_linked"] == 0 and poll["redeliveries_unlinked"] == 0
     assert [r["redeliveries"] for r in poll["timeline"]] == [0] * len(poll["timeline"])
@@ -194,10 +190,7 @@ def test_round_one_shares_one_collect_with_the_insights(spark, inputs, report):
               **insight_tables(i["anomalies"], i["frames"], WINDOW)}
     results, jobs = spark_jobs(spark, lambda: collect_all(tables))
     assert jobs == 1
-    clusters = cluster_groups(i["groups"], results)
-    settings = rebalance_settings(i["config"], i["groups"])
-    round2 = collect_all(rebalance_round2_tables(i["ledger"], clusters, settings,
-                                                 i["anomalies"]))
-    assert build_rebalance_report(clusters, settings, round2) == report
+    assert rebalance_report(i["ledger"], i["events"], i["groups"], i["config"],
+                            i["anomalies"], round1=results) == report
     assert build_insights(results, WINDOW) == compute_insights(i["anomalies"], i["frames"],
                                                                WINDOW)

@@ -178,12 +178,11 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         p = detection.prepared
         metrics = {f"metrics:{s}": df.agg(*metric_aggregates(s, req.window, req.config))
                    for s, df in frames.items()}
-        groups = sorted(g for g in p.group_ids if g)
         got = collect_all({"anomalies": anomaly_count_table(anomalies),
                            "states": state_count_table(detection.states),
                            "judged": judged_count_table(p.identities),
                            "group_topics": p.group_topics, **metrics,
-                           **rebalance_tables(p.ledger, p.events, groups),
+                           **rebalance_tables(p.ledger, p.events, p.group_ids),
                            **insight_tables(anomalies, frames, req.window)})
         input_metrics = {s: {**i.counts, **i.metrics, **got[f"metrics:{s}"][0]}
                          for s, i in ingested.items()}
@@ -277,28 +276,16 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
                    stages: Stages, staging: Path) -> None:
     """Rebalance forensics (its second round: one more action), verdict, results
     validation, insights and the HTML page, from what the summary's action collected."""
-    from .collect import collect_all
     from .quality import validate_results, write_results
-    from .rebalances import (
-        build_rebalance_report,
-        cluster_groups,
-        rebalance_round2_tables,
-        rebalance_settings,
-    )
+    from .rebalances import rebalance_report
     from .report.html import render_html
     from .report.insights import build_insights
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
         p = rec.detection.prepared
-        groups = sorted(g for g in p.group_ids if g)
-        report["rebalances"] = {}
-        if groups:
-            clusters = cluster_groups(groups, rec.collected)
-            settings = rebalance_settings(req.config, groups)
-            round2 = collect_all(rebalance_round2_tables(p.ledger, clusters, settings,
-                                                         rec.anomalies))
-            report["rebalances"] = build_rebalance_report(clusters, settings, round2)
+        report["rebalances"] = rebalance_report(p.ledger, p.events, p.group_ids, req.config,
+                                                rec.anomalies, round1=rec.collected)
     report["verdict"] = decide(report, req.config)
     with stages.stage("validate_results"):
         results_validation = validate_results(report, req.config)

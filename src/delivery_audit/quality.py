@@ -452,10 +452,6 @@ def _validate_tables(label: str, suite: dict, tables: dict[str, tuple[list[dict]
 # --------------------------------------------------------------------------- public API
 
 
-def _are_frames(values: Iterable[Any]) -> bool:
-    return any(v is not None and not isinstance(v, Mapping) for v in values)
-
-
 def validate_inputs(metrics: Mapping[str, Any], window: AuditWindow, config: Any = None,
                     sources: tuple[str, ...] = INPUT_SUITES, *,
                     topics: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -463,18 +459,14 @@ def validate_inputs(metrics: Mapping[str, Any], window: AuditWindow, config: Any
 
     ``metrics[source]``: the collected ``metric_aggregates`` row plus ``rows_read``,
     ``rows_valid``, ``rows_quarantined``, ``duplicates_quarantined`` and ``by_topic``
-    ({topic: valid rows}); a figure left out leaves the expectations on it unjudged. For the
-    transition, ``metrics`` may also be {source: DataFrame of valid rows} (the metrics are
-    then computed first with ``input_metrics``: one Spark action). ``topics``: the audited
+    ({topic: valid rows}); a figure left out leaves the expectations on it unjudged (plain
+    frames: ``input_metrics`` computes their metrics in one Spark action). ``topics``: the audited
     topics, if the audit is restricted to some (expected topics outside them are not judged).
 
     Returns {source: {"success", "failed": [summaries], "statistics", "seconds",
     "parameters"}}; a source absent from metrics is reported as skipped (success true,
     "skipped": reason).
     """
-    if _are_frames(metrics.values()):
-        metrics = input_metrics({s: df for s, df in metrics.items() if df is not None},
-                                window, config)
     params = suite_parameters(window, config)
     wanted = expected_topics(config, topics)
     out: dict[str, dict[str, Any]] = {}

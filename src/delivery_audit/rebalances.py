@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .collect import collect_all
@@ -180,7 +180,12 @@ def _handovers(ledger: DataFrame, events: DataFrame) -> DataFrame:
     )
 
 
-def rebalance_tables(ledger: DataFrame, events: DataFrame, groups: list[str]
+def _judged(group_ids: list[str]) -> list[str]:
+    """The groups to report on, in report order."""
+    return sorted({g for g in group_ids if g})
+
+
+def rebalance_tables(ledger: DataFrame, events: DataFrame, group_ids: list[str]
                      ) -> dict[str, DataFrame]:
     """Round 1: the small tables the timelines are built from (no Spark action). Collect
     them with ``collect.collect_all`` (alone or with other tables) and pass the result to
@@ -195,6 +200,7 @@ def rebalance_tables(ledger: DataFrame, events: DataFrame, groups: list[str]
       on a partition per (group_id, ``prev`` member, member_id, ``t`` = the first start by
       the new member), ``prev_f`` (the previous member's last finish), ``tps``.
     """
+    groups = _judged(group_ids)
     if not groups:
         return {}
     ledger = ledger.filter(F.col("group_id").isin(*groups))
@@ -646,18 +652,22 @@ def build_rebalance_report(clusters: Clusters, settings: dict[str, Settings],
     return report
 
 
-def rebalance_report(spark: SparkSession, ledger: DataFrame, events: DataFrame,
-                     group_ids: list[str], config: AuditConfig, anomalies: DataFrame
-                     ) -> dict[str, Any]:
-    """The ``rebalances`` section in two Spark actions (see the module docstring).
+def rebalance_report(ledger: DataFrame, events: DataFrame, group_ids: list[str],
+                     config: AuditConfig, anomalies: DataFrame,
+                     round1: dict[str, list[dict]] | None = None) -> dict[str, Any]:
+    """The ``rebalances`` section (see the module docstring): round 1 collected here, or
+    given as ``round1`` by a caller that collected ``rebalance_tables`` with other tables
+    of its own; then round 2, one Spark action.
 
     ``ledger``/``events``: the judged groups' rows (canonical columns); ``group_ids``:
     the judged groups; ``anomalies``: the anomaly table (its ``redelivery`` rows are
-    linked to rebalances). ``spark`` is the session the frames belong to."""
-    groups = sorted({g for g in group_ids if g})
+    linked to rebalances)."""
+    groups = _judged(group_ids)
     if not groups:
         return {}
-    clusters = cluster_groups(groups, collect_all(rebalance_tables(ledger, events, groups)))
+    if round1 is None:
+        round1 = collect_all(rebalance_tables(ledger, events, groups))
+    clusters = cluster_groups(groups, round1)
     settings = rebalance_settings(config, groups)
     round2 = collect_all(rebalance_round2_tables(ledger, clusters, settings, anomalies))
     return build_rebalance_report(clusters, settings, round2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from pyspark.sql import SparkSession
 
@@ -105,11 +106,24 @@ class JobCounter:
             self._sc.setJobGroup(self.group, "delivery audit", interruptOnCancel=False)
         return self
 
-    def count(self) -> int | None:
-        """Jobs run so far in this counter's group (None under Spark Connect)."""
+    def count(self, settle: bool = False) -> int | None:
+        """Jobs run so far in this counter's group (None under Spark Connect). The status
+        tracker learns of jobs from the listener bus, asynchronously: with ``settle``, wait
+        (up to 10 s) until the count has not changed for half a second, as a count taken
+        right after an action needs."""
         if self._sc is None:
             return None
-        return len(self._sc.statusTracker().getJobIdsForGroup(self.group))
+        tracker = self._sc.statusTracker()
+        n = len(tracker.getJobIdsForGroup(self.group))
+        if not settle:
+            return n
+        since, deadline = time.monotonic(), time.monotonic() + 10
+        while time.monotonic() < deadline and time.monotonic() - since <= 0.5:
+            time.sleep(0.05)
+            now = len(tracker.getJobIdsForGroup(self.group))
+            if now != n:
+                n, since = now, time.monotonic()
+        return n
 
     def __exit__(self, *exc) -> None:
         if self._sc is None:

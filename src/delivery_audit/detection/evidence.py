@@ -11,21 +11,21 @@ from ..schemas import ANOMALY_SCHEMA
 
 
 def anomaly_rows(df: DataFrame, anomaly: str, **columns: Column | str | int | None) -> DataFrame:
-    """Select ``df`` into the anomaly table's schema; unnamed evidence columns are null.
-    Literals and named columns go to Spark as SQL text (one call per column instead of
-    four: plan building is py4j round trips in a classic session)."""
-    spec = BY_NAME[anomaly]
-    given = {"units": 1, "anomaly": anomaly, "severity": spec.severity, **columns}
+    """Select ``df`` into the anomaly table's schema: a column name, a Column or a literal
+    per evidence field; unnamed fields are null. Everything but Columns goes to Spark as
+    SQL text (one call per field instead of four: plan building is py4j round trips in a
+    classic session)."""
+    given = {"units": S.lit(1), "anomaly": S.lit(anomaly),
+             "severity": S.lit(BY_NAME[anomaly].severity), **columns}
     out: list[Column] = []
     for field in ANOMALY_SCHEMA.fields:
         value = given.get(field.name)
-        target = field.dataType.simpleString()
         if isinstance(value, Column):
             out.append(value.cast(field.dataType).alias(field.name))
             continue
-        text = S.col(value) if isinstance(value, str) and field.name not in (
-            "anomaly", "severity") else S.lit(value)
-        out.append(F.expr(text.cast(target).alias(field.name).sql))
+        text = value if isinstance(value, S.X) else (
+            S.col(value) if isinstance(value, str) else S.lit(value))
+        out.append(F.expr(text.cast(field.dataType).alias(field.name).sql))
     return df.select(*out)
 
 

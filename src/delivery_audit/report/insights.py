@@ -190,31 +190,36 @@ def _top_keys_table(anomalies: DataFrame, top_n: int) -> DataFrame:
     """The ``top_n`` (topic, key) with the most units, in one query: per key its units,
     rows and rank (0 = most units), with its first EXAMPLES_PER_KEY rows (worst severity
     first, then earliest) plus one row per (key, anomaly) carrying that anomaly's units
-    for the key."""
+    for the key. The keys are picked by an ordered limit (a top-k per partition, then
+    merged), not by ranking every key in one partition."""
     sev_rank = F.coalesce(
         F.array_position(F.array(*[F.lit(s) for s in SEVERITIES]), F.col("severity")),
         F.lit(len(SEVERITIES) + 1))
-    by_key = Window.partitionBy("topic", "key")
-    by_anomaly = Window.partitionBy("topic", "key", "anomaly")
-    examples_first = by_key.orderBy(sev_rank, F.col("ts").asc_nulls_last(), F.col("anomaly"),
-                                    F.col("partition"), F.col("offset"))
+    order = [F.desc("_key_units"), F.col("topic").asc_nulls_first(),
+             F.col("key").asc_nulls_first()]
+    top = (anomalies.groupBy("topic", "key")
+           .agg(sum_units().alias("_key_units"), F.count(F.lit(1)).alias("_key_rows"))
+           .orderBy(*order).limit(top_n)
+           .select(F.col("topic").alias("t_topic"), F.col("key").alias("t_key"),
+                   "_key_units", "_key_rows",
+                   (F.row_number().over(Window.orderBy(*order)) - 1).alias("_rank")))
+    on_key = (F.col("topic").eqNullSafe(F.col("t_topic"))
+              & F.col("key").eqNullSafe(F.col("t_key")))
+    # a shuffle join, never a broadcast: a broadcast is a Spark job of its own
+    hits = anomalies.join(top.hint("merge"), on=on_key, how="inner")
+    by_anomaly = Window.partitionBy("_rank", "anomaly")
+    examples_first = Window.partitionBy("_rank").orderBy(
+        sev_rank, F.col("ts").asc_nulls_last(), F.col("anomaly"), F.col("partition"),
+        F.col("offset"))
     ts_cols = {f.name for f in anomalies.schema.fields if f.dataType.typeName() == "timestamp"}
     cols = [_us(c).alias(c) if c in ts_cols else F.col(c)
             for c in _EVIDENCE_COLUMNS if c in anomalies.columns]
-    picked = (anomalies
-              .select("*", sum_units().over(by_key).alias("_key_units"),
-                      F.count(F.lit(1)).over(by_key).alias("_key_rows"),
-                      F.row_number().over(examples_first).alias("_n"),
+    picked = (hits
+              .select("*", F.row_number().over(examples_first).alias("_n"),
                       sum_units().over(by_anomaly).alias("_units"))
               .withColumn("_na", F.row_number().over(by_anomaly.orderBy(F.col("_n"))))
               .where((F.col("_n") <= EXAMPLES_PER_KEY) | (F.col("_na") == 1)))
-    # the keys' rank: dense over (units desc, topic, key), equal for the rows of one key
-    rank = F.dense_rank().over(Window.orderBy(
-        F.desc("_key_units"), F.col("topic").asc_nulls_first(),
-        F.col("key").asc_nulls_first())) - 1
-    return (picked.select(rank.alias("_rank"), "_key_units", "_key_rows", "_n", "_na",
-                          "_units", *cols)
-            .where(F.col("_rank") < top_n))
+    return picked.select("_rank", "_key_units", "_key_rows", "_n", "_na", "_units", *cols)
 
 
 def insight_tables(anomalies: DataFrame, frames: dict[str, DataFrame], window: AuditWindow,
