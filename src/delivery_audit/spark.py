@@ -21,6 +21,11 @@ DEFAULT_CONF: dict[str, str] = {
     # ingestion writes each source once, partitioned by row status: a writer per status
     # instead of sorting every task's rows by status first
     "spark.sql.maxConcurrentOutputFileWriters": "8",
+    # HotSpot never JIT-compiles a method over 8000 bytes of bytecode: a whole stage whose
+    # generated method is larger ran interpreted (ingestion's typing of 1M ledger rows: 36.7 s
+    # at Spark's default 65535, 16.3 s at 8000, where such a stage falls back to compiled
+    # expressions per operator; docs/scaling.md)
+    "spark.sql.codegen.hugeMethodLimit": "8000",
 }
 
 
@@ -67,12 +72,17 @@ BYTES_PER_SHUFFLE_PARTITION = 96 * 1024 * 1024
 # stage as a job of its own (a small audit: 259 Spark jobs with it, 125 without; 131 s vs
 # 88 s on 2 cores) and has nothing to coalesce or split
 ADAPTIVE_FROM_BYTES = 256 * 1024 * 1024
+# below this much input Spark evaluates expressions interpreted instead of compiling them:
+# a 20k-message day (15 MB) generates ~970 classes (10 s of Janino compiling in a 52 s
+# audit) for rows that are each touched a handful of times; codegen pays from ~?? MiB
+CODEGEN_FROM_BYTES = 64 * 1024 * 1024
 
 
 def size_shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
     """Tune the session for the input size: ``spark.sql.shuffle.partitions`` at least the
     cluster's parallelism, one per ~96 MiB of input beyond that; adaptive execution on
-    from 256 MiB of input. DELIVERY_AUDIT_SHUFFLE_PARTITIONS and DELIVERY_AUDIT_ADAPTIVE
+    from 256 MiB of input; generated code (whole-stage and per expression) from 64 MiB.
+    DELIVERY_AUDIT_SHUFFLE_PARTITIONS, DELIVERY_AUDIT_ADAPTIVE and DELIVERY_AUDIT_CODEGEN
     (true/false) pin them instead."""
     pinned = os.environ.get("DELIVERY_AUDIT_SHUFFLE_PARTITIONS")
     if pinned:
@@ -84,6 +94,10 @@ def size_shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
                               str(input_bytes >= ADAPTIVE_FROM_BYTES)).lower() == "true"
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
+    codegen = os.environ.get("DELIVERY_AUDIT_CODEGEN",
+                             str(input_bytes >= CODEGEN_FROM_BYTES)).lower() == "true"
+    spark.conf.set("spark.sql.codegen.wholeStage", str(codegen).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if codegen else "NO_CODEGEN")
     return n
 
 
