@@ -1,50 +1,69 @@
-"""The session settings an audit picks from its input size (spark.size_shuffle_partitions)."""
+"""The session settings an audit picks from the size of its data (spark.tune_for_input
+before ingestion, spark.tune_for_staged before detection)."""
 
 from __future__ import annotations
 
 import pytest
 
-from delivery_audit.spark import ADAPTIVE_FROM_BYTES, CODEGEN_FROM_BYTES, size_shuffle_partitions
+from delivery_audit.spark import (
+    ADAPTIVE_FROM_STAGED_BYTES,
+    CODEGEN_FROM_BYTES,
+    STAGED_BYTES_PER_SHUFFLE_PARTITION,
+    tune_for_input,
+    tune_for_staged,
+)
 
 MiB = 1024 * 1024
+KEYS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
+        "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
 
 
 @pytest.fixture
-def restore(spark):
-    keys = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
-            "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
-    saved = {k: spark.conf.get(k) for k in keys}
-    yield
+def session(spark, monkeypatch):
+    for name in ("DELIVERY_AUDIT_CODEGEN", "DELIVERY_AUDIT_ADAPTIVE",
+                 "DELIVERY_AUDIT_SHUFFLE_PARTITIONS"):
+        monkeypatch.delenv(name, raising=False)
+    saved = {k: spark.conf.get(k) for k in KEYS}
+    yield spark
     for k, v in saved.items():
         spark.conf.set(k, v)
 
 
 def _settings(spark):
-    return (spark.conf.get("spark.sql.adaptive.enabled"),
-            spark.conf.get("spark.sql.codegen.wholeStage"),
-            spark.conf.get("spark.sql.codegen.factoryMode"))
+    return {k.rsplit(".", 1)[-1]: spark.conf.get(k) for k in KEYS}
 
 
-def test_small_input_runs_interpreted_without_adaptive_execution(spark, restore, monkeypatch):
-    for name in ("DELIVERY_AUDIT_CODEGEN", "DELIVERY_AUDIT_ADAPTIVE",
-                 "DELIVERY_AUDIT_SHUFFLE_PARTITIONS"):
-        monkeypatch.delenv(name, raising=False)
-    n = size_shuffle_partitions(spark, 15 * MiB)
-    assert n == spark.sparkContext.defaultParallelism
-    assert _settings(spark) == ("false", "false", "NO_CODEGEN")
-    size_shuffle_partitions(spark, CODEGEN_FROM_BYTES)
-    assert _settings(spark) == ("false", "true", "FALLBACK")
-    n = size_shuffle_partitions(spark, 10 * ADAPTIVE_FROM_BYTES)
-    assert _settings(spark) == ("true", "true", "FALLBACK")
-    assert n == 10 * ADAPTIVE_FROM_BYTES // (96 * MiB) + 1
+def test_small_input_is_interpreted_and_large_input_compiled(session):
+    cores = str(session.sparkContext.defaultParallelism)
+    tune_for_input(session, 15 * MiB)
+    assert _settings(session) == {"partitions": cores, "enabled": "false",
+                                  "wholeStage": "false", "factoryMode": "NO_CODEGEN"}
+    tune_for_input(session, CODEGEN_FROM_BYTES)
+    assert _settings(session) == {"partitions": cores, "enabled": "false",
+                                  "wholeStage": "true", "factoryMode": "FALLBACK"}
 
 
-def test_environment_pins_the_settings(spark, restore, monkeypatch):
+def test_shuffles_are_sized_by_the_staged_parquet(session):
+    cores = session.sparkContext.defaultParallelism
+    assert tune_for_staged(session, 134 * MiB) == cores  # 1M messages
+    assert session.conf.get("spark.sql.adaptive.enabled") == "false"
+    n = tune_for_staged(session, 2 * ADAPTIVE_FROM_STAGED_BYTES)
+    assert n == 2 * ADAPTIVE_FROM_STAGED_BYTES // STAGED_BYTES_PER_SHUFFLE_PARTITION == 32
+    assert session.conf.get("spark.sql.adaptive.enabled") == "true"
+    assert session.conf.get("spark.sql.shuffle.partitions") == "32"
+
+
+def test_environment_pins_the_settings(session, monkeypatch):
     monkeypatch.setenv("DELIVERY_AUDIT_CODEGEN", "true")
     monkeypatch.setenv("DELIVERY_AUDIT_ADAPTIVE", "true")
     monkeypatch.setenv("DELIVERY_AUDIT_SHUFFLE_PARTITIONS", "3")
-    assert size_shuffle_partitions(spark, 1) == 3
-    assert _settings(spark) == ("true", "true", "FALLBACK")
+    tune_for_input(session, 1)
+    assert tune_for_staged(session, 1) == 3
+    assert _settings(session) == {"partitions": "3", "enabled": "true",
+                                  "wholeStage": "true", "factoryMode": "FALLBACK"}
     monkeypatch.setenv("DELIVERY_AUDIT_CODEGEN", "false")
-    size_shuffle_partitions(spark, 10 * ADAPTIVE_FROM_BYTES)
-    assert _settings(spark) == ("true", "false", "NO_CODEGEN")
+    monkeypatch.setenv("DELIVERY_AUDIT_ADAPTIVE", "false")
+    tune_for_input(session, 10 * CODEGEN_FROM_BYTES)
+    tune_for_staged(session, 10 * ADAPTIVE_FROM_STAGED_BYTES)
+    assert _settings(session)["wholeStage"] == "false"
+    assert _settings(session)["enabled"] == "false"

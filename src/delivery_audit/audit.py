@@ -37,7 +37,7 @@ from .report.summary import (
     state_count_table,
 )
 from .schemas import ANOMALY_SCHEMA, SOURCES
-from .spark import JobCounter, size_shuffle_partitions
+from .spark import JobCounter, tune_for_input, tune_for_staged
 from .window import AuditWindow
 
 log = logging.getLogger("delivery_audit")
@@ -97,9 +97,10 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
                                     required=source != "events", bounds=bounds,
                                     stage_dir=work / "s3" / source)
                     for source in SOURCES}
-    size_shuffle_partitions(spark, sum(r.bytes for r in resolved.values() if r))
+    tune_for_input(spark, sum(r.bytes for r in resolved.values() if r))
     with stages.stage("ingest"):
         out = ingest_all(spark, resolved, req.window, req.config, work)
+    tune_for_staged(spark, sum(f.stat().st_size for f in (work / "staged").rglob("*.parquet")))
     return out
 
 

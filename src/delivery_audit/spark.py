@@ -65,39 +65,52 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
     return spark
 
 
-# about this much input (bytes on disk) per shuffle partition; adaptive execution then
-# coalesces small partitions and splits skewed ones
-BYTES_PER_SHUFFLE_PARTITION = 96 * 1024 * 1024
-# below this much input adaptive execution costs more than it saves: it runs every shuffle
-# stage as a job of its own (a small audit: 259 Spark jobs with it, 125 without; 131 s vs
-# 88 s on 2 cores) and has nothing to coalesce or split
-ADAPTIVE_FROM_BYTES = 256 * 1024 * 1024
+# Session settings follow the data (docs/scaling.md, "Tuning the data calls for").
+# Detection's shuffles are sized by the staged Parquet (ingestion's typed copy of every
+# source), not by the input files, whose size depends on their format: about this much
+# staged Parquet per shuffle partition (1M messages stage ~134 MiB)
+STAGED_BYTES_PER_SHUFFLE_PARTITION = 64 * 1024 * 1024
+# adaptive execution runs every shuffle stage as a job of its own, one after the other:
+# detection of 1M messages (2 cores, warm) took 71.1 s with it (8 partitions), 53.4-57.5 s
+# without (2-8 partitions); a small audit ran 259 jobs with it, 125 without. It is worth
+# its cost only where partitions get large enough to coalesce or split: from 1 GiB staged
+ADAPTIVE_FROM_STAGED_BYTES = 1024 * 1024 * 1024
 # below this much input Spark evaluates expressions interpreted instead of compiling them:
-# a 20k-message day (15 MB) generates ~970 classes (10 s of Janino compiling in a 52 s
-# audit) for rows that are each touched a handful of times; codegen pays from ~?? MiB
+# a 20k-message day (15 MB of JSON Lines) generated ~970 classes, 10 s of compiling in a
+# 52 s audit, for rows each touched a handful of times (45 s interpreted, same counts)
 CODEGEN_FROM_BYTES = 64 * 1024 * 1024
 
 
-def size_shuffle_partitions(spark: SparkSession, input_bytes: int) -> int:
-    """Tune the session for the input size: ``spark.sql.shuffle.partitions`` at least the
-    cluster's parallelism, one per ~96 MiB of input beyond that; adaptive execution on
-    from 256 MiB of input; generated code (whole-stage and per expression) from 64 MiB.
-    DELIVERY_AUDIT_SHUFFLE_PARTITIONS, DELIVERY_AUDIT_ADAPTIVE and DELIVERY_AUDIT_CODEGEN
-    (true/false) pin them instead."""
+def _env_flag(name: str, default: bool) -> bool:
+    return os.environ.get(name, str(default)).lower() == "true"
+
+
+def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
+    """Before ingestion: generated code (whole-stage and per expression) from 64 MiB of
+    input files, interpreted below; no adaptive execution and one shuffle partition per
+    core (ingestion's only shuffles are small aggregations). DELIVERY_AUDIT_CODEGEN
+    (true/false) pins the first."""
+    codegen = _env_flag("DELIVERY_AUDIT_CODEGEN", input_bytes >= CODEGEN_FROM_BYTES)
+    spark.conf.set("spark.sql.codegen.wholeStage", str(codegen).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if codegen else "NO_CODEGEN")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+
+
+def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
+    """Before detection: ``spark.sql.shuffle.partitions`` at least the cluster's
+    parallelism, one per ~64 MiB of staged Parquet beyond that; adaptive execution from
+    1 GiB staged. DELIVERY_AUDIT_SHUFFLE_PARTITIONS and DELIVERY_AUDIT_ADAPTIVE
+    (true/false) pin them. Returns the partition count."""
     pinned = os.environ.get("DELIVERY_AUDIT_SHUFFLE_PARTITIONS")
     if pinned:
         n = int(pinned)
     else:
         parallelism = spark.sparkContext.defaultParallelism
-        n = min(4000, max(parallelism, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION)))
-    adaptive = os.environ.get("DELIVERY_AUDIT_ADAPTIVE",
-                              str(input_bytes >= ADAPTIVE_FROM_BYTES)).lower() == "true"
+        n = min(4000, max(parallelism, round(staged_bytes / STAGED_BYTES_PER_SHUFFLE_PARTITION)))
+    adaptive = _env_flag("DELIVERY_AUDIT_ADAPTIVE", staged_bytes >= ADAPTIVE_FROM_STAGED_BYTES)
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
-    codegen = os.environ.get("DELIVERY_AUDIT_CODEGEN",
-                             str(input_bytes >= CODEGEN_FROM_BYTES)).lower() == "true"
-    spark.conf.set("spark.sql.codegen.wholeStage", str(codegen).lower())
-    spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if codegen else "NO_CODEGEN")
     return n
 
 
