@@ -475,8 +475,9 @@ def test_ingest_output_is_the_strict_only_output(spark, tmp_path, monkeypatch):
         return got.counts, valid, bad
 
     with_fast = run()
+    flag = parsing_module.fast_accepted
     monkeypatch.setattr(parsing_module, "fast_accepted",
-                        lambda rows, source: rows.withColumn("_fast", F.lit(False)))
+                        lambda rows, source: flag(rows, source).withColumn("_fast", F.lit(False)))
     strict_only = run()
     assert with_fast[0] == strict_only[0]
     assert with_fast[1] == strict_only[1]

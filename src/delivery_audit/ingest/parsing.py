@@ -172,7 +172,8 @@ _FAST_KINDS = {
 
 
 def _fast_value(f: Field, kind: X, text: X) -> tuple[X, X]:
-    """(accepted, value) for a present value; not accepted → the strict path."""
+    """(accepted, value) for a present value; not accepted, or a null value → the strict
+    path."""
     kind_ok = kind.isin(*_FAST_KINDS[f.kind])
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         ok = text.rlike(_PLAIN_DIGITS)
@@ -187,7 +188,7 @@ def _fast_value(f: Field, kind: X, text: X) -> tuple[X, X]:
         ms_ok = digits & (S.fn("length", text) < 15)  # below _MS_MAX
         value = S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, text.try_cast("long")))) \
             .otherwise(iso)
-        return kind_ok & value.isNotNull(), value
+        return kind_ok, value  # accepted when the value is not null
     if f.kind == "enum":
         lowered = S.fn("lower", text)
         ok = lowered.isin(*f.allowed)
@@ -204,13 +205,25 @@ def _missing(kind: X, text: X) -> X:
     return (kind == "null") | ((kind == "string") & (text == ""))
 
 
+def _fast_typed(f: Field) -> X:
+    """A field's value typed from its text when it is plainly valid; null when it is not,
+    or missing."""
+    k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
+    accepted, value = _fast_value(f, k, t)
+    return S.when(~_missing(k, t) & accepted, value).cast(f.spark_type)
+
+
 def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
-    """Add ``_fast``: the row is plainly valid and is typed by :func:`fast_parse`."""
+    """Add each field's plainly valid value ``<field>__f`` (each computed once: the flag
+    tests it for null) and ``_fast``: the row is plainly valid, and these values are its
+    typed fields (:func:`fast_parse`)."""
+    fields = FIELDS[source]
+    valued = S.select(tokens, "*", *[_fast_typed(f).alias(f"{f.name}__f") for f in fields])
     conds = [S.col("_err").isNull()]
-    for f in FIELDS[source]:
+    for f in fields:
         k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-        ok, _ = _fast_value(f, k, t)
-        conds.append(S.when(~_missing(k, t), ok).otherwise(S.lit(not f.required)))
+        conds.append(S.when(~_missing(k, t), S.col(f"{f.name}__f").isNotNull())
+                     .otherwise(S.lit(not f.required)))
     if source == "sends":  # rule 3, as in _source_rules
         present = {n: ~_missing(S.col(f"{n}__k"), S.col(f"{n}__s"))
                    for n in ("status", "partition", "offset")}
@@ -219,21 +232,15 @@ def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     ok = conds[0]
     for c in conds[1:]:
         ok = ok & S.coalesce(c, S.lit(False))
-    return S.select(tokens, "*", ok.alias("_fast"))
+    return S.select(valued, "*", ok.alias("_fast"))
 
 
-def _fast_typed(f: Field) -> X:
-    """A field's value typed from its text, as the fast path has it (null when missing)."""
-    k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-    _, value = _fast_value(f, k, t)
-    return S.when(~_missing(k, t), value).cast(f.spark_type)
-
-
-def fast_parse(tokens: DataFrame, source: str) -> DataFrame:
-    """Rows with ``_fast`` → the same columns as :func:`parse_tokens` (``_reason`` null)."""
-    typed = [_fast_typed(f).alias(f.name) for f in FIELDS[source]]
-    return S.select(tokens, "_file", "_block", "_pos", "_raw", *typed,
-                         S.lit(None).cast("string").alias("_reason"))
+def fast_parse(flagged: DataFrame, source: str) -> DataFrame:
+    """Rows of :func:`fast_accepted` with ``_fast`` → the same columns as
+    :func:`parse_tokens` (``_reason`` null)."""
+    typed = [S.col(f"{f.name}__f").alias(f.name) for f in FIELDS[source]]
+    return S.select(flagged, "_file", "_block", "_pos", "_raw", *typed,
+                    S.lit(None).cast("string").alias("_reason"))
 
 
 def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) -> DataFrame:
@@ -299,11 +306,8 @@ def typed_rows(tokens: DataFrame, source: str, exact) -> DataFrame:
     """
     fields = FIELDS[source]
     flagged = fast_accepted(tokens, source)
-    fast_values = [S.when(S.col("_fast"), _fast_typed(f)).alias(f"{f.name}__f")
-                   for f in fields]
     carried = ("_fast", "_blank", *[f"{f.name}__f" for f in fields])
-    with_fast = S.select(flagged, "*", *fast_values)
-    strict = parse_tokens(exact(with_fast), source, carry=carried)
+    strict = parse_tokens(exact(flagged), source, carry=carried)
     fast = S.col("_fast")
     return S.select(strict,
         "_file", "_block", "_pos", "_blank", "_raw",
