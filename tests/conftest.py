@@ -18,7 +18,7 @@ def spark():
     session = get_spark("delivery-audit-tests", master="local[2]",
                         conf={"spark.sql.shuffle.partitions": "2",
                               "spark.default.parallelism": "2",
-                              # tiny frames: as the audit does below 256 MiB (spark.py)
+                              # tiny frames: as the audit does below 1 GiB staged (spark.py)
                               "spark.sql.adaptive.enabled": "false",
                               # one JVM serves every test: room for the audits, and cached
                               # blocks that execution may evict (UNABLE_TO_ACQUIRE_MEMORY)

@@ -9,7 +9,6 @@ with the rows of its own topics and groups.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,18 +79,12 @@ def audited(spark, tmp_path_factory):
     stages = Stages()
     # the truth is checked with generated code on, as Spark runs audits of 64 MiB and more
     # (smaller inputs are evaluated interpreted; every other test's audit runs that way)
-    pinned = os.environ.get("DELIVERY_AUDIT_CODEGEN")
-    os.environ["DELIVERY_AUDIT_CODEGEN"] = "true"
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DELIVERY_AUDIT_CODEGEN", "true")
         ingested = extract(spark, req, stages, tmp / "work")  # as run_audit: staged sources
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
         frames = {s: i.valid for s, i in ingested.items()}
         rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test", START)
-    finally:
-        if pinned is None:
-            os.environ.pop("DELIVERY_AUDIT_CODEGEN")
-        else:
-            os.environ["DELIVERY_AUDIT_CODEGEN"] = pinned
     rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")
             .sum("units").withColumnRenamed("sum(units)", "units").collect()]
     spark.catalog.clearCache()

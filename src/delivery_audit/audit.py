@@ -100,7 +100,7 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
     tune_for_input(spark, sum(r.bytes for r in resolved.values() if r))
     with stages.stage("ingest"):
         out = ingest_all(spark, resolved, req.window, req.config, work)
-    tune_for_staged(spark, sum(f.stat().st_size for f in (work / "staged").rglob("*.parquet")))
+    tune_for_staged(spark, sum(i.staged_bytes for i in out.values()))
     return out
 
 

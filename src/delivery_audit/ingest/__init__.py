@@ -57,6 +57,7 @@ class Ingested:
     files: tuple[str, ...] = ()
     bytes: int = 0
     pruned: int = 0
+    staged_bytes: int = 0  # the source's staged Parquet, every status
     # what the input suites need beyond counts (quality.py): duplicates_quarantined,
     # by_topic (valid rows per topic) and, for ledger and events, group_ids
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -156,12 +157,15 @@ def _status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
     return spark.read.schema(schema).parquet(str(path))
 
 
-def _footer_rows(root: Path) -> int:
-    """Rows in the staged files by their Parquet footers: the accounting's independent check
-    (every line or row scanned is in exactly one status folder)."""
+def _staged_size(root: Path) -> tuple[int, int]:
+    """(rows, bytes) of the staged files. The rows, by their Parquet footers, are the
+    accounting's independent check (every line or row scanned is in exactly one status
+    folder); the bytes size detection's shuffles (spark.tune_for_staged)."""
     import pyarrow.parquet as pq
 
-    return sum(pq.ParquetFile(str(f)).metadata.num_rows for f in root.rglob("*.parquet"))
+    files = list(root.rglob("*.parquet"))
+    return (sum(pq.ParquetFile(str(f)).metadata.num_rows for f in files),
+            sum(f.stat().st_size for f in files))
 
 
 @dataclass
@@ -308,7 +312,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         by_status = dict.fromkeys(STATUSES, 0)
         for r in splits_rows:
             by_status[r["_status"]] += int(r["n"])
-        scanned = _footer_rows(st.root)
+        scanned, staged_bytes = _staged_size(st.root)
         if scanned != sum(by_status.values()):
             raise RuntimeError(f"{s}: accounting broken: {scanned} rows staged, "
                                f"{sum(by_status.values())} counted by status")
@@ -343,7 +347,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         if f"{s}:groups" in got:
             metrics["group_ids"] = sorted(r["group_id"] for r in got[f"{s}:groups"])
         r = st.resolved
-        out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned, metrics)
+        out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned,
+                          staged_bytes, metrics)
     return out
 
 

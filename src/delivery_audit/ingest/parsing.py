@@ -201,7 +201,7 @@ def _fast_value(f: Field, kind: X, text: X) -> tuple[X, X]:
 
 
 def _missing(kind: X, text: X) -> X:
-    """Rule 3's "missing", exactly as parse_tokens has it."""
+    """Rule 3's "missing": null, or an empty string (the strict and the fast path)."""
     return (kind == "null") | ((kind == "string") & (text == ""))
 
 
@@ -269,11 +269,10 @@ def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) ->
 
     step1 = S.select(step0, "*", *[_value(f, k(f), t(f), a(f)).alias(f"{f.name}__v")
                                 for f in fields])
-    missing = {f.name: (k(f) == "null") | ((k(f) == "string") & (t(f) == "")) for f in fields}
     step2 = S.select(step1,
         *keep,
         *[S.col(f"{f.name}__v") for f in fields],
-        *[missing[f.name].alias(f"{f.name}__m") for f in fields],
+        *[_missing(k(f), t(f)).alias(f"{f.name}__m") for f in fields],
         *[_problem(f, k(f), t(f), a(f), S.col(f"{f.name}__v")).alias(f"{f.name}__p")
           for f in fields],
     )
