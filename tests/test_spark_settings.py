@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from delivery_audit.spark import (
-    ADAPTIVE_FROM_STAGED_BYTES,
     CODEGEN_FROM_BYTES,
     STAGED_BYTES_PER_SHUFFLE_PARTITION,
     tune_for_input,
@@ -14,6 +13,7 @@ from delivery_audit.spark import (
 )
 
 MiB = 1024 * 1024
+GiB = 1024 * MiB
 KEYS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
         "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
 
@@ -47,9 +47,10 @@ def test_shuffles_are_sized_by_the_staged_parquet(session):
     cores = session.sparkContext.defaultParallelism
     assert tune_for_staged(session, 134 * MiB) == cores  # 1M messages
     assert session.conf.get("spark.sql.adaptive.enabled") == "false"
-    n = tune_for_staged(session, 2 * ADAPTIVE_FROM_STAGED_BYTES)
-    assert n == 2 * ADAPTIVE_FROM_STAGED_BYTES // STAGED_BYTES_PER_SHUFFLE_PARTITION == 32
-    assert session.conf.get("spark.sql.adaptive.enabled") == "true"
+    n = tune_for_staged(session, 2 * GiB)
+    assert n == 2 * GiB // STAGED_BYTES_PER_SHUFFLE_PARTITION == 32
+    # never adaptive unless pinned: it would hide the cached by-key rows' partitioning
+    assert session.conf.get("spark.sql.adaptive.enabled") == "false"
     assert session.conf.get("spark.sql.shuffle.partitions") == "32"
 
 
@@ -64,6 +65,6 @@ def test_environment_pins_the_settings(session, monkeypatch):
     monkeypatch.setenv("DELIVERY_AUDIT_CODEGEN", "false")
     monkeypatch.setenv("DELIVERY_AUDIT_ADAPTIVE", "false")
     tune_for_input(session, 10 * CODEGEN_FROM_BYTES)
-    tune_for_staged(session, 10 * ADAPTIVE_FROM_STAGED_BYTES)
+    tune_for_staged(session, 10 * GiB)
     assert _settings(session)["wholeStage"] == "false"
     assert _settings(session)["enabled"] == "false"

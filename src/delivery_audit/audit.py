@@ -172,7 +172,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         seen_groups = sorted({g for s in ("ledger", "events")
                               for g in ingested[s].metrics.get("group_ids", [])})
     with stages.stage("detect"):
-        detection = detect(spark, frames, req.window, req.config, seen_groups)
+        detection = detect(spark, frames, req.window, req.config, seen_groups,
+                           ingested["ledger"].metrics.get("rows_without_seq"))
         detection.write_anomalies(str(staging / "anomalies"))
     anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
     with stages.stage("summarise"):

@@ -16,6 +16,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.ansi.enabled": "true",
+    # detection hash partitions its rows by key once (detection/prepared.py); a join by
+    # identity or by (group, identity) of two sides so partitioned needs no exchange of
+    # either side (Spark's default asks for every join key in the partitioning)
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
     # a JSON object with a repeated key: the last one wins, in both JSON readers
     "spark.sql.variant.allowDuplicateKeys": "true",
     # ingestion writes each source once, partitioned by row status: a writer per status
@@ -76,11 +80,12 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
 # source), not by the input files, whose size depends on their format: about this much
 # staged Parquet per shuffle partition (1M messages stage ~134 MiB)
 STAGED_BYTES_PER_SHUFFLE_PARTITION = 64 * 1024 * 1024
-# adaptive execution runs every shuffle stage as a job of its own, one after the other:
-# detection of 1M messages (2 cores, warm) took 71.1 s with it (8 partitions), 53.4-57.5 s
-# without (2-8 partitions); a small audit ran 259 jobs with it, 125 without. It is worth
-# its cost only where partitions get large enough to coalesce or split: from 1 GiB staged
-ADAPTIVE_FROM_STAGED_BYTES = 1024 * 1024 * 1024
+# no adaptive execution unless pinned: detection reads its cached by-key rows by their hash
+# partitioning (detection/prepared.py), and a plan cached under adaptive execution no
+# longer states its partitioning, so every read of it shuffled again (1M messages: 3
+# more exchanges of the cached rows). Before the two-pass detection it already cost more
+# than it saved: each shuffle stage a job of its own (1M detection 71.1 s with it,
+# 53.4-57.5 s without; a small audit 259 jobs with it, 125 without)
 # below this much input Spark evaluates expressions interpreted instead of compiling them:
 # a 20k-message day (15 MB of JSON Lines) generated ~970 classes, 10 s of compiling in a
 # 52 s audit, for rows each touched a handful of times (45 s interpreted, same counts)
@@ -105,16 +110,16 @@ def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
 
 def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
     """Before detection: ``spark.sql.shuffle.partitions`` at least the cluster's
-    parallelism, one per ~64 MiB of staged Parquet beyond that; adaptive execution from
-    1 GiB staged. DELIVERY_AUDIT_SHUFFLE_PARTITIONS and DELIVERY_AUDIT_ADAPTIVE
-    (true/false) pin them. Returns the partition count."""
+    parallelism, one per ~64 MiB of staged Parquet beyond that; no adaptive execution.
+    DELIVERY_AUDIT_SHUFFLE_PARTITIONS and DELIVERY_AUDIT_ADAPTIVE (true/false) pin them.
+    Returns the partition count."""
     pinned = os.environ.get("DELIVERY_AUDIT_SHUFFLE_PARTITIONS")
     if pinned:
         n = int(pinned)
     else:
         parallelism = spark.sparkContext.defaultParallelism
         n = min(4000, max(parallelism, round(staged_bytes / STAGED_BYTES_PER_SHUFFLE_PARTITION)))
-    adaptive = _env_flag("DELIVERY_AUDIT_ADAPTIVE", staged_bytes >= ADAPTIVE_FROM_STAGED_BYTES)
+    adaptive = _env_flag("DELIVERY_AUDIT_ADAPTIVE", False)
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
     spark.conf.set("spark.sql.adaptive.enabled", str(adaptive).lower())
     return n

@@ -53,11 +53,14 @@ class Detection:
 
 
 def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindow,
-           config: AuditConfig, group_ids: list[str] | None = None) -> Detection:
+           config: AuditConfig, group_ids: list[str] | None = None,
+           ledger_rows_without_seq: int | None = None) -> Detection:
     """Every rule's rows and the delivery states, as plans (nothing runs here).
     ``group_ids``: the groups seen in the ledger and events, when ingestion counted them
-    (else one small Spark job finds them)."""
-    p = prepare(spark, frames, window, config, group_ids)
+    (else one small Spark job finds them); ``ledger_rows_without_seq``: how many ledger
+    rows need their key and seq from the broker, when ingestion counted them (0 spares
+    the lookup's shuffle of the broker)."""
+    p = prepare(spark, frames, window, config, group_ids, ledger_rows_without_seq)
     st = delivery_states.states(p).persist(StorageLevel.MEMORY_AND_DISK)
     skipped, pending, expired = delivery_states.state_anomalies(st)
     rules = [

@@ -24,7 +24,7 @@ from .prepared import Prepared
 
 _PART = ["group_id", "topic", "partition"]
 _ATTEMPT = ["group_id", "topic", "partition", "offset", "member_id", "started_ts",
-            "finished_ts", "outcome", "key_null", "key_v", "seq", "resolved"]
+            "finished_ts", "outcome", "key_null", "key_v", "seq", "resolved", "judged"]
 
 
 def _us(col: str) -> F.Column:
@@ -84,8 +84,7 @@ def overlapping_attempts(p: Prepared) -> DataFrame:
 
 
 def concurrent_processing(p: Prepared) -> DataFrame:
-    hit = overlapping_attempts(p).filter(F.col("resolved")).join(
-        p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
+    hit = overlapping_attempts(p).filter(F.col("resolved") & F.col("judged"))
     return anomaly_rows(hit, "concurrent_processing", group_id="group_id", topic="topic",
                         key=key_value(), seq="seq", partition="partition", offset="offset",
                         member_id="member_id", related_member_id="other_member",

@@ -16,12 +16,13 @@ from pyspark.sql import functions as F
 
 from .evidence import anomaly_rows, key_value
 from .identity import ID
-from .prepared import Prepared
+from .prepared import Prepared, by_key
 
 
 def successes_per_group(p: Prepared) -> DataFrame:
+    """Successful processings per (group, identity): the by-key pass (no exchange)."""
     return (
-        p.ledger.filter((F.col("outcome") == "success") & F.col("resolved"))
+        p.keyed_ledger.filter(F.col("outcome") == "success")
         .groupBy("group_id", *ID)
         .agg(F.count(F.lit(1)).alias("k"))
     )
@@ -48,7 +49,9 @@ def went_past_every_copy(p: Prepared, unprocessed: DataFrame) -> DataFrame:
              | F.coalesce(F.col("marked"), F.lit(False))).alias("past"),
         )
     )
-    return per_copy.groupBy("group_id", *ID).agg(F.min("past").alias("past_every_copy"))
+    # grouped by key, like the identities these pairs come from: the states' join needs
+    # no exchange of every identity
+    return by_key(per_copy).groupBy("group_id", *ID).agg(F.min("past").alias("past_every_copy"))
 
 
 def states(p: Prepared) -> DataFrame:
@@ -107,13 +110,12 @@ def dup_effect(p: Prepared) -> DataFrame:
     w = Window.partitionBy("group_id", *ID).orderBy("started_ts", "finished_ts", "partition",
                                                     "offset")
     extra = (
-        p.ledger.filter((F.col("outcome") == "success") & F.col("resolved"))
-        .select("group_id", *ID, "partition", "offset", "member_id", "started_ts",
+        p.keyed_ledger.filter(F.col("outcome") == "success")
+        .select("group_id", *ID, "partition", "offset", "member_id", "started_ts", "judged",
                 F.row_number().over(w).alias("_n"),
                 F.first(F.struct("member_id", "partition", "offset", "started_ts"))
                 .over(w).alias("first"))
-        .filter(F.col("_n") > 1)
-        .join(p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
+        .filter(F.col("judged") & (F.col("_n") > 1))
     )
     return anomaly_rows(extra, "dup_effect", group_id="group_id", topic="topic",
                         key=key_value(), seq="seq", partition="partition", offset="offset",

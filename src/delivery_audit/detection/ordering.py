@@ -21,13 +21,10 @@ def write_reorder(p: Prepared) -> DataFrame:
     )
     w = Window.partitionBy("topic", "partition", "key_null", "key_v").orderBy("offset")
     seen = first_copies.select(
-        *ID, "partition", "offset", "timestamp",
+        *ID, "partition", "offset", "timestamp", "judged",
         F.max("seq").over(w.rowsBetween(*_BEFORE)).alias("max_seen"),
     )
-    hit = (
-        seen.filter(F.col("seq") < F.col("max_seen"))
-        .join(p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
-    )
+    hit = seen.filter(F.col("judged") & (F.col("seq") < F.col("max_seen")))
     return anomaly_rows(hit, "write_reorder", topic="topic", key=key_value(), seq="seq",
                         partition="partition", offset="offset", ts="timestamp",
                         detail=F.concat(F.lit("written after seq "),
@@ -52,13 +49,10 @@ def process_reorder(p: Prepared) -> DataFrame:
     firsts = first_successes(p).filter(F.col("resolved"))
     w = Window.partitionBy("group_id", *KEY, "partition").orderBy("started_ts", "offset")
     seen = firsts.select(
-        "group_id", *ID, "partition", "offset", "member_id", "started_ts",
+        "group_id", *ID, "partition", "offset", "member_id", "started_ts", "judged",
         F.max("offset").over(w.rowsBetween(*_BEFORE)).alias("max_seen"),
     )
-    hit = (
-        seen.filter(F.col("offset") < F.col("max_seen"))
-        .join(p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
-    )
+    hit = seen.filter(F.col("judged") & (F.col("offset") < F.col("max_seen")))
     return anomaly_rows(hit, "process_reorder", group_id="group_id", topic="topic",
                         key=key_value(), seq="seq", partition="partition", offset="offset",
                         related_offset="max_seen", member_id="member_id", ts="started_ts",

@@ -28,6 +28,7 @@ def repeated_successes(p: Prepared) -> DataFrame:
         p.ledger.filter((F.col("outcome") == "success") & F.col("resolved"))
         .select(
             "group_id", *ID, "partition", "offset", "member_id", "started_ts", "finished_ts",
+            "judged",
             F.lag("member_id").over(w).alias("prev_member_id"),
             F.lag("started_ts").over(w).alias("prev_started_ts"),
             F.row_number().over(w).alias("_n"),
@@ -38,8 +39,7 @@ def repeated_successes(p: Prepared) -> DataFrame:
 
 
 def redelivery(p: Prepared) -> DataFrame:
-    repeats = repeated_successes(p).join(
-        p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
+    repeats = repeated_successes(p).filter(F.col("judged"))
     ev = p.events.filter(F.col("event").isin(*REBALANCE_EVENTS)).select(
         F.col("group_id").alias("e_group"), F.col("topic").alias("e_topic"),
         F.col("partition").alias("e_partition"), F.col("ts").alias("e_ts"))

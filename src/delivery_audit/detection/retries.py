@@ -17,12 +17,12 @@ def retry_after_failure(p: Prepared) -> DataFrame:
     hit = (
         p.ledger.filter(F.col("resolved"))
         .select("group_id", *ID, "partition", "offset", "member_id", "started_ts", "outcome",
+                "judged",
                 F.lag("outcome").over(w).alias("prev_outcome"),
                 F.lag("started_ts").over(w).alias("prev_started_ts"),
                 F.lag("member_id").over(w).alias("prev_member_id"),
                 F.row_number().over(w).alias("attempt_no"))
-        .filter(F.col("prev_outcome") == "failure")
-        .join(p.identities.filter(F.col("judged")).select(*ID), on=ID, how="left_semi")
+        .filter(F.col("judged") & (F.col("prev_outcome") == "failure"))
     )
     return anomaly_rows(hit, "retry_after_failure", group_id="group_id", topic="topic",
                         key=key_value(), seq="seq", partition="partition", offset="offset",

@@ -51,14 +51,11 @@ def dup_write_cause() -> F.Column:
 
 
 def dup_write(p: Prepared) -> DataFrame:
-    """One row per extra broker copy (n − 1) of a judged identity."""
-    judged = _judged(p).filter(F.col("n_copies") > 1).select(
-        *ID, "n_send_rows", "first_copy", "first_send_ts", dup_write_cause().alias("cause"))
-    extra = p.copies.filter(F.col("copy_no") > 1).select(*ID, "partition", "offset",
-                                                         "timestamp", "n_copies")
-    hit = extra.join(judged, on=ID, how="inner")
-    return anomaly_rows(hit, "dup_write", cause="cause", topic="topic", key=key_value(),
-                        seq="seq", partition="partition", offset="offset",
+    """One row per extra broker copy (n − 1) of a judged identity (each copy carries its
+    identity's figures)."""
+    hit = p.copies.filter(F.col("judged") & (F.col("copy_no") > 1))
+    return anomaly_rows(hit, "dup_write", cause=dup_write_cause(), topic="topic",
+                        key=key_value(), seq="seq", partition="partition", offset="offset",
                         related_partition=F.col("first_copy.partition"),
                         related_offset=F.col("first_copy.offset"), ts="timestamp",
                         related_ts="first_send_ts", attempts="n_send_rows",
@@ -105,18 +102,15 @@ def key_partition_split(p: Prepared) -> DataFrame:
     """A key counts when one of its judged records sits in another partition than the
     key's previous record (identities in seq order): its records sit in more than one
     partition, and each move is reported in the window that judges it."""
-    judged = _judged(p).select(*ID)
     ordered = Window.partitionBy(*KEY).orderBy("seq", "partition", "offset")
     moves = (
-        p.copies.select(*ID, "partition", "offset", "timestamp",
+        p.copies.select(*ID, "partition", "offset", "timestamp", "judged",
                         F.lag("partition").over(ordered).alias("prev_partition"))
-        .filter(F.col("prev_partition").isNotNull()
+        .filter(F.col("judged") & F.col("prev_partition").isNotNull()
                 & (F.col("partition") != F.col("prev_partition")))
-        .join(judged, on=ID, how="left_semi")
     )
-    first_move = Window.partitionBy(*KEY).orderBy("seq", "partition", "offset")
     keys = (
-        moves.withColumn("_n", F.row_number().over(first_move))
+        moves.withColumn("_n", F.row_number().over(ordered))
         .filter(F.col("_n") == 1)
     )
     return anomaly_rows(keys, "key_partition_split", topic="topic", key=key_value(),

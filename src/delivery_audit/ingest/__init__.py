@@ -289,7 +289,10 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         tables[f"{s}:repeated"] = (
             df.filter(F.col("_fp").isNotNull()).groupBy("_fp")
             .agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1).select("_fp"))
-        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(F.count(F.lit(1)).alias("n"))
+        per_topic = [F.count(F.lit(1)).alias("n")]
+        if s == "ledger":  # rows whose key and seq come from the broker (rule 10)
+            per_topic.append(F.count(F.when(F.col("seq").isNull(), F.lit(1))).alias("no_seq"))
+        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(*per_topic)
         if s in ("ledger", "events"):
             tables[f"{s}:groups"] = valid.groupBy("group_id").agg(F.count(F.lit(1)).alias("n"))
     got = collect_all(tables)
@@ -344,6 +347,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic}
+        if s == "ledger":  # an upper bound (later copies of rule 5 included)
+            metrics["rows_without_seq"] = sum(int(r["no_seq"]) for r in got[f"{s}:by_topic"])
         if f"{s}:groups" in got:
             metrics["group_ids"] = sorted(r["group_id"] for r in got[f"{s}:groups"])
         r = st.resolved
