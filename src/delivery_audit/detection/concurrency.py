@@ -19,7 +19,6 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .evidence import anomaly_rows, key_value
-from .identity import ID
 from .prepared import Prepared
 
 _PART = ["group_id", "topic", "partition"]
