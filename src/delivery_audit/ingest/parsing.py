@@ -144,73 +144,108 @@ def _source_rules(source: str) -> list[X]:
 
 
 # -- the fast path ---------------------------------------------------------------------
-# Most rows are plainly valid: integers as digits, timestamps as epoch-ms digits or ISO
-# text starting with a year, strings that cannot be mistaken for another JSON kind. For
-# those the typed value is read straight from the value's text (whatever its JSON kind);
-# every other row goes through the strict rules above, which decide it. The fast path
-# only ever accepts a value the strict rules accept with the same typed value
-# (tests/test_fast_path.py checks the two agree on hostile rows).
+# Most rows are plainly valid: integers as JSON or Parquet integers or digits, timestamps as
+# Parquet timestamps, epoch-ms integers or digits, or ISO text starting with a year, strings
+# that cannot be mistaken for another JSON kind. For those the typed value is read straight
+# from the value as read (its native type, or its text); every other row goes through the
+# strict rules above, which decide it. The fast path only ever accepts a value the strict
+# rules accept with the same typed value (tests/test_fast_path.py checks the two agree on
+# hostile rows).
 
 _PLAIN_DIGITS = r"^[0-9]{1,18}$"
 _ISO_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]"
-# text a non-string JSON value can render as: a number (also "Infinity" quoted),
-# a boolean, an object or an array
-_OTHER_KIND_TEXT = r'^[-0-9"{\[]|^(true|false)$'
-# The kinds the fast path looks at, per field kind. The JSON fast reader and CSV give
-# every present value the kind "string" (the text rules above then tell a JSON number
-# from a string); Parquet gives the column's own kind, and a value of any other kind
-# goes to the strict path: a double NaN renders as "NaN", which the text rules would
-# take for a string.
-_FAST_KINDS = {
-    "long": ("string", "int"), "nonneg_long": ("string", "int"),
-    "int": ("string", "int"), "nonneg_int": ("string", "int"),
-    "timestamp": ("string", "int", "timestamp"),
-    "enum": ("string",),
-    "bool": ("string", "bool"),
-    "string": ("string", "int"), "key": ("string", "int"),
-}
+# the first characters of text a non-string JSON value renders as (a number, an object, an
+# array), and a quote
+_OTHER_KIND_START = ("-", *"0123456789", '"', "{", "[")
+_TEXT_KINDS = ("string", "jtext")  # jtext: JSON Lines' fast reading (tokens.read_jsonl)
 
 
-def _fast_value(f: Field, kind: X, text: X) -> tuple[X, X]:
-    """(accepted, value) for a present value; not accepted, or a null value → the strict
-    path."""
-    kind_ok = kind.isin(*_FAST_KINDS[f.kind])
+def _int_range(f: Field, value: X) -> X:
+    """The strict rules' range checks of an integer (rule 3, int and offset bounds)."""
+    ok = S.lit(True)
+    if f.kind.startswith("nonneg"):
+        ok = ok & (value >= 0)
+    if f.kind.endswith("int"):
+        ok = ok & value.between(_INT_MIN, _INT_MAX)
+    if f.kind == "nonneg_long":
+        ok = ok & (value <= _OFFSET_MAX)
+    return ok
+
+
+def _fast_value(f: Field, kind: X, cols: dict[str, X]) -> X:
+    """A present value's typed value when it is plainly valid, else null (→ the strict
+    path). ``cols``: the field's value columns in the token frame, by suffix (a kind
+    whose column is absent cannot occur)."""
+    branches: list[tuple[X, X]] = []
+    text = cols.get("__s")
+    textual = kind.isin(*_TEXT_KINDS)
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
-        ok = text.rlike(_PLAIN_DIGITS)
-        value = text.try_cast("long")
-        if f.kind.endswith("int"):
-            ok = ok & (S.fn("length", text) < 10)
-        return kind_ok & ok, value
-    if f.kind == "timestamp":
-        digits = text.rlike(_PLAIN_DIGITS)
-        iso = S.when(~digits & text.rlike(_ISO_START),
-                     _in_years_1_to_9999(text.try_cast("timestamp")))
-        ms_ok = digits & (S.fn("length", text) < 15)  # below _MS_MAX
-        value = S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, text.try_cast("long")))) \
-            .otherwise(iso)
-        return kind_ok, value  # accepted when the value is not null
-    if f.kind == "enum":
-        lowered = S.fn("lower", text)
-        ok = lowered.isin(*f.allowed)
-        return kind_ok & ok, lowered
-    if f.kind == "bool":
-        lowered = S.fn("lower", text)
-        return kind_ok & lowered.isin("true", "false"), lowered == "true"
-    ok = ~text.rlike(_OTHER_KIND_TEXT) | text.rlike(_PLAIN_DIGITS)  # string, key
-    return kind_ok & ok, text
+        if "__i" in cols:
+            branches.append(((kind == "int") & _int_range(f, cols["__i"]), cols["__i"]))
+        if text is not None:
+            digits = text.rlike(_PLAIN_DIGITS)
+            if f.kind.endswith("int"):
+                digits = digits & (S.fn("length", text) < 10)
+            branches.append((textual & digits, text.try_cast("long")))
+    elif f.kind == "timestamp":
+        if "__t" in cols:
+            branches.append((kind == "timestamp", _in_years_1_to_9999(cols["__t"])))
+        if "__i" in cols:
+            ms = cols["__i"]
+            branches.append(((kind == "int") & ms.between(0, 99_999_999_999_999),
+                             S.fn("timestamp_millis", ms)))
+        if text is not None:
+            digits = text.rlike(_PLAIN_DIGITS) & (S.fn("length", text) < 15)  # < _MS_MAX
+            branches += [
+                (textual & digits, S.fn("timestamp_millis", text.try_cast("long"))),
+                (textual & text.rlike(_ISO_START),
+                 _in_years_1_to_9999(text.try_cast("timestamp")))]
+    elif f.kind == "enum":
+        if text is not None:
+            lowered = S.fn("lower", text)
+            branches += [(textual & text.isin(*f.allowed), text),
+                         (textual & lowered.isin(*f.allowed), lowered)]
+    elif f.kind == "bool":
+        if "__b" in cols:
+            branches.append((kind == "bool", cols["__b"]))
+        if text is not None:
+            lowered = S.fn("lower", text)
+            branches.append(((kind == "string") & lowered.isin("true", "false"),
+                             lowered == "true"))
+    else:  # string, key: any text of kind string; JSON text unless it reads as another
+        # kind (digits are a JSON integer's text, which these fields take as it is)
+        if text is not None:
+            other = (S.fn("substr", text, 1, 1).isin(*_OTHER_KIND_START)
+                     | text.isin("true", "false"))
+            branches += [(kind == "string", text),
+                         ((kind == "jtext") & (~other | text.rlike(_PLAIN_DIGITS)), text)]
+        if "__i" in cols:
+            branches.append((kind == "int", cols["__i"].cast("string")))
+    if not branches:
+        return S.lit(None)
+    out = S.when(*branches[0])
+    for cond, value in branches[1:]:
+        out = out.when(cond, value)
+    return out
 
 
-def _missing(kind: X, text: X) -> X:
+def _missing(kind: X, text: X | None) -> X:
     """Rule 3's "missing": null, or an empty string (the strict and the fast path)."""
-    return (kind == "null") | ((kind == "string") & (text == ""))
+    if text is None:
+        return kind == "null"
+    return (kind == "null") | (kind.isin(*_TEXT_KINDS) & (text == ""))
 
 
-def _fast_typed(f: Field) -> X:
-    """A field's value typed from its text when it is plainly valid; null when it is not,
-    or missing."""
-    k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-    accepted, value = _fast_value(f, k, t)
-    return S.when(~_missing(k, t) & accepted, value).cast(f.spark_type)
+def _value_columns(f: Field, columns: list[str]) -> dict[str, X]:
+    return {x: S.col(f"{f.name}{x}") for x in ("__i", "__t", "__b", "__s")
+            if f"{f.name}{x}" in columns}
+
+
+def _fast_typed(f: Field, columns: list[str]) -> X:
+    """A field's value typed from the value as read when it is plainly valid; null when it
+    is not, or missing."""
+    k, cols = S.col(f"{f.name}__k"), _value_columns(f, columns)
+    return S.when(~_missing(k, cols.get("__s")), _fast_value(f, k, cols)).cast(f.spark_type)
 
 
 def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
@@ -218,17 +253,17 @@ def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     tests it for null) and ``_fast``: the row is plainly valid, and these values are its
     typed fields (:func:`fast_parse`)."""
     fields = FIELDS[source]
-    valued = S.select(tokens, "*", *[_fast_typed(f).alias(f"{f.name}__f") for f in fields])
+    columns = tokens.columns
+    valued = S.select(tokens, "*",
+                      *[_fast_typed(f, columns).alias(f"{f.name}__f") for f in fields])
     conds = [S.col("_err").isNull()]
     for f in fields:
-        k, t = S.col(f"{f.name}__k"), S.col(f"{f.name}__s")
-        conds.append(S.when(~_missing(k, t), S.col(f"{f.name}__f").isNotNull())
+        k, text = S.col(f"{f.name}__k"), _value_columns(f, columns).get("__s")
+        conds.append(S.when(~_missing(k, text), S.col(f"{f.name}__f").isNotNull())
                      .otherwise(S.lit(not f.required)))
     if source == "sends":  # rule 3, as in _source_rules
-        present = {n: ~_missing(S.col(f"{n}__k"), S.col(f"{n}__s"))
-                   for n in ("status", "partition", "offset")}
-        conds.append((S.fn("lower", S.col("status__s")) != "acked")
-                     | (present["partition"] & present["offset"]))
+        conds.append((S.col("status__f") != "acked")
+                     | (S.col("partition__f").isNotNull() & S.col("offset__f").isNotNull()))
     ok = conds[0]
     for c in conds[1:]:
         ok = ok & S.coalesce(c, S.lit(False))
@@ -243,15 +278,22 @@ def fast_parse(flagged: DataFrame, source: str) -> DataFrame:
                     S.lit(None).cast("string").alias("_reason"))
 
 
-def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) -> DataFrame:
+def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = (),
+                 skip: str | None = None) -> DataFrame:
     """Token frame → canonical typed columns + position columns + _raw + _reason
     (+ the ``carry`` columns, passed through untouched).
 
     Three projections (value, then problem, then typed value and reason) keep each
     generated method small: one nested expression per field would repeat every
-    sub-expression and outgrow the JVM's method size limit.
+    sub-expression and outgrow the JVM's method size limit. ``skip``: a boolean column
+    naming rows whose result is not needed (typed_rows' plainly valid rows): every step
+    is one test of it for them, and their output is null.
     """
     fields = FIELDS[source]
+
+    def g(x: X) -> X:
+        return S.when(~S.col(skip), x) if skip else x
+
     keep = ["_file", "_block", "_pos", "_raw", "_err", *carry]
 
     def k(f: Field) -> X:
@@ -260,20 +302,20 @@ def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) ->
     def t(f: Field) -> X:
         return S.col(f"{f.name}__s")
 
-    aux = [_epoch_ms_text(k(f), t(f)).alias(f"{f.name}__a") for f in fields
+    aux = [g(_epoch_ms_text(k(f), t(f))).alias(f"{f.name}__a") for f in fields
            if f.kind == "timestamp"]
     step0 = S.select(tokens, *keep, *[c for f in fields for c in (k(f), t(f))], *aux)
 
     def a(f: Field) -> X | None:
         return S.col(f"{f.name}__a") if f.kind == "timestamp" else None
 
-    step1 = S.select(step0, "*", *[_value(f, k(f), t(f), a(f)).alias(f"{f.name}__v")
+    step1 = S.select(step0, "*", *[g(_value(f, k(f), t(f), a(f))).alias(f"{f.name}__v")
                                 for f in fields])
     step2 = S.select(step1,
         *keep,
         *[S.col(f"{f.name}__v") for f in fields],
-        *[_missing(k(f), t(f)).alias(f"{f.name}__m") for f in fields],
-        *[_problem(f, k(f), t(f), a(f), S.col(f"{f.name}__v")).alias(f"{f.name}__p")
+        *[g(_missing(k(f), t(f))).alias(f"{f.name}__m") for f in fields],
+        *[g(_problem(f, k(f), t(f), a(f), S.col(f"{f.name}__v"))).alias(f"{f.name}__p")
           for f in fields],
     )
     typed, reasons = [], [S.col("_err")]
@@ -283,13 +325,13 @@ def parse_tokens(tokens: DataFrame, source: str, carry: tuple[str, ...] = ()) ->
         reasons.append(
             S.when(m & S.lit(f.required), S.lit(f"missing required field '{f.name}'"))
             .when(~m & p.isNotNull(), S.concat(S.lit(f"field '{f.name}': "), p)))
-    stage = S.select(step2, *keep, *typed, S.concat_ws("; ", *reasons).alias("_r1"))
+    stage = S.select(step2, *keep, *typed, g(S.concat_ws("; ", *reasons)).alias("_r1"))
     # a row that is not a JSON object has no fields to complain about
     reason = S.when(S.col("_err").isNotNull(), S.col("_err")).otherwise(
         S.concat_ws("; ", S.col("_r1"), *_source_rules(source)))
     return S.select(stage,
         "_file", "_block", "_pos", "_raw", *carry, *[f.name for f in fields],
-        S.when(reason != "", reason).alias("_reason"),
+        g(S.when(reason != "", reason)).alias("_reason"),
     )
 
 
@@ -299,14 +341,14 @@ def typed_rows(tokens: DataFrame, source: str, exact) -> DataFrame:
     field: no second scan, no union of two branches.
 
     ``exact(df)`` gives the strict path its exact kinds (VARIANT for JSON lines), computed
-    only for rows that are not plainly valid; for plain rows the strict path sees every
-    field as missing (cheap: its tests short-circuit on the kind) and its result is unused.
+    only for rows that are not plainly valid; for plain rows every step of the strict path
+    is one test of ``_fast`` (parse_tokens' ``skip``).
     Columns out: ``_file, _block, _pos, _blank, _raw``, the typed fields, ``_reason``.
     """
     fields = FIELDS[source]
     flagged = fast_accepted(tokens, source)
     carried = ("_fast", "_blank", *[f"{f.name}__f" for f in fields])
-    strict = parse_tokens(exact(flagged), source, carry=carried)
+    strict = parse_tokens(exact(flagged), source, carry=carried, skip="_fast")
     fast = S.col("_fast")
     return S.select(strict,
         "_file", "_block", "_pos", "_blank", "_raw",

@@ -1,4 +1,4 @@
-"""Read raw files into a token frame: per canonical field, its JSON kind and its text.
+"""Read raw files into a token frame: per canonical field, its native value and kind.
 
 Every reader yields the same columns, so one parser (parsing.py) applies the
 contract's typing rules to all formats:
@@ -8,8 +8,18 @@ contract's typing rules to all formats:
 * ``_blank``: a blank JSON line (not a row, but it counts as a line);
 * ``_raw``: the row as text, for the quarantine table;
 * ``_err``: a reason the whole row is unusable (not JSON, not an object), or null;
-* ``<field>__k``: the value's kind: null, string, int, number, bool, timestamp, other;
-* ``<field>__s``: the value as text.
+* ``<field>__k``: the value's kind as read: null, string, int, number, bool, timestamp,
+  other, or ``jtext`` (JSON Lines' fast reading: a JSON value rendered as text whose
+  JSON kind is not known; see :func:`read_jsonl`);
+* the value itself, in the column of its kind: ``<field>__i`` (long: kind int),
+  ``<field>__t`` (timestamp: kind timestamp), ``<field>__b`` (boolean: kind bool), and
+  ``<field>__s`` (text: kinds string, jtext, number and other).
+
+Values keep their native type: a Parquet long or timestamp, a JSON integer or boolean
+is typed by the reader itself, and only text is parsed again. The strict rules
+(parsing.parse_tokens) read a value's kind and text (``__k``, ``__s``): for rows the fast
+path does not take, :func:`exact_for` renders the typed values as text (CSV, Parquet) or
+reads the JSON line again through VARIANT for its exact kinds.
 """
 
 from __future__ import annotations
@@ -21,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .. import sqlexpr as S
-from ..schemas import FIELDS
+from ..schemas import FIELDS, Field
 from ..sqlexpr import X
 
 
@@ -69,19 +79,52 @@ def _raw_json(columns: list[str]) -> Column:
 
 
 _ADAPTER_FIELDS = ("__file", "__line", "__raw", "__error")
-# what the fast reader accepts as a JSON object line: one flat object, nothing after it
-# (Spark's JSON readers ignore content after the first value: ``{…} {…}``, ``{…} x``);
-# anything else (nested values, a brace inside a string) is read again exactly
-_FLAT_OBJECT = r"^[ \t]*\{[^{}]*+\}[ \t]*$"
+INTEGER_KINDS = ("long", "nonneg_long", "int", "nonneg_int")
+# the typed value column of each native kind; every other kind travels as text (``__s``)
+VALUE_COLUMNS = {"int": "__i", "timestamp": "__t", "bool": "__b"}
+_VALUE_TYPES = {"__i": "bigint", "__t": "timestamp", "__b": "boolean", "__s": "string"}
+
+
+def token_columns(f: Field, kind: X, values: dict[str, X],
+                  columns: tuple[str, ...] | None = None) -> list[X]:
+    """A field's token columns: its kind and its value columns (``values`` by suffix,
+    ``"__s"`` for text). Only the value columns given (or named in ``columns``, null
+    where not given) exist: the fast path tests the kinds whose columns it finds."""
+    names = columns if columns is not None else tuple(values)
+    return [kind.alias(f"{f.name}__k"),
+            *[(values[x] if x in values else S.lit(None)).cast(_VALUE_TYPES[x])
+              .alias(f"{f.name}{x}") for x in _VALUE_TYPES if x in names]]
+
+
+def text_columns(f: Field, columns: list[str]) -> dict[str, X]:
+    """A field's value columns present in a token frame, by suffix."""
+    return {x: S.col(f"{f.name}{x}") for x in _VALUE_TYPES if f"{f.name}{x}" in columns}
+
+
+def _known_kind(value: X, kind: str) -> X:
+    return S.when(value.isNull(), S.lit("null")).otherwise(S.lit(kind))
+
+
+def _json_type(f: Field) -> str:
+    """The type the fast JSON reading gives a field: JSON integers and booleans are typed
+    by Spark's own JSON parser (any other JSON kind there marks the row corrupt: the strict
+    path decides it); every other field is read as text (``jtext``)."""
+    if f.kind in INTEGER_KINDS:
+        return "BIGINT"
+    return "BOOLEAN" if f.kind == "bool" else "STRING"
 
 
 def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    """JSON Lines, read natively with every field as text (kinds are "null" or "string").
+    """JSON Lines, parsed once by Spark's JSON parser (``from_json``): integer and boolean
+    fields typed by it, the others as text whose JSON kind is not known (``jtext``: a
+    string, or the text of a number, object or array).
 
-    This is the cheap reading: it serves the fast path (parsing.fast_accepted), which
-    looks at a value's text only. Rows it does not accept are read again, exactly, by
-    :func:`variant_tokens`. ``_err`` is set when Spark's JSON reader rejects the line;
-    ``_text`` keeps the line for that second reading.
+    This is the cheap reading: it serves the fast path (parsing.fast_accepted). Rows it
+    does not accept are read again, exactly, through VARIANT (:func:`exact_for`).
+    ``_err`` is set when Spark's JSON parser marks the line corrupt (not JSON, not an
+    object, a value of another JSON kind than the field's typed one) or when the line
+    is not one flat object ending the line (Spark's JSON parsers ignore what follows the
+    first value: ``{…} {…}``, ``{…} x``); ``_text`` keeps the line for the exact reading.
 
     Lines written by an adapter (adapters/) carry where they came from: ``__file``
     and ``__line`` (the original file and line), ``__raw`` (the original text) and
@@ -94,35 +137,51 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     from ..adapters.common import written_by_adapter
 
     adapter_output = bool(files) and all(written_by_adapter(f) for f in files)
-    names = [f.name for f in FIELDS[source]] + list(_ADAPTER_FIELDS) + ["_corrupt"]
-    schema = T.StructType([T.StructField(n, T.StringType()) for n in names])
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt",
-               "allowSingleQuotes": "false", "allowNonNumericNumbers": "false"}
+    fields = FIELDS[source]
+    ddl = [f"{quoted(f.name)} {_json_type(f)}" for f in fields]
+    if adapter_output:
+        ddl += [f"{quoted(n)} STRING" for n in _ADAPTER_FIELDS]
+    ddl.append("`_corrupt` STRING")
+    options = ("map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
+               "'allowSingleQuotes', 'false', 'allowNonNumericNumbers', 'false')")
     raw = _with_position(spark.read.text(files))
-    parsed = raw.select("_file", "_block", "_pos", F.col("value").alias("_text"),
-                        F.from_json(F.col("value"), schema, options).alias("_j"))
-    j = {n: F.col(f"_j.{n}") for n in names}
-    none = F.lit(None).cast("string")
-    origin_line = j["__line"].try_cast("bigint")
-    adapted = (j["__file"].isNotNull() & origin_line.isNotNull()) if adapter_output \
-        else F.lit(False)
-    adapter_error = j["__error"] if adapter_output else none
-    err = (
-        F.when(F.col("_j").isNull() | j["_corrupt"].isNotNull()
-               | ~F.col("_text").rlike(_FLAT_OBJECT), F.lit("rejected by the fast reader"))
-        .otherwise(adapter_error)
-    )
-    cols: list[Column] = []
-    for f in FIELDS[source]:
-        cols.append(F.when(j[f.name].isNull(), F.lit("null")).otherwise(F.lit("string"))
-                    .alias(f"{f.name}__k"))
-        cols.append(j[f.name].alias(f"{f.name}__s"))
-    return parsed.select(
-        F.when(adapted, j["__file"]).otherwise(F.col("_file")).alias("_file"),
-        F.when(adapted, F.lit(-1)).otherwise(F.col("_block")).alias("_block"),
-        F.when(adapted, origin_line - 1).otherwise(F.col("_pos")).alias("_pos"),
-        F.col("_text").rlike(r"^[ \t]*$").alias("_blank"),
-        (F.coalesce(j["__raw"], F.col("_text")) if adapter_output else F.col("_text"))
+    parsed = S.select(raw, "_file", "_block", "_pos", S.col("value").alias("_text"),
+                      S.raw(f"from_json(value, {S.lit(', '.join(ddl)).sql}, {options})")
+                      .alias("_j"))
+
+    def j(n: str) -> X:
+        return S.col(f"_j.{n}")
+
+    failed = S.col("_j").isNull() | j("_corrupt").isNotNull()
+    # one flat object ending the line: its first "}" is its last character (a brace
+    # inside a string, a nested value or blanks after the object send the line to the
+    # exact reading, which decides it)
+    # (a regex: the string functions that count characters cost three times as much)
+    flat = S.col("_text").rlike(r"^[^}]*+\}$")
+    origin_line = j("__line").try_cast("bigint")
+    adapted = j("__file").isNotNull() & origin_line.isNotNull()
+    adapter_error = j("__error") if adapter_output else S.lit(None).cast("string")
+    err = S.when(failed | ~flat, S.lit("rejected by the fast reader")).otherwise(adapter_error)
+    cols: list[X] = []
+    for f in fields:
+        v = j(f.name)
+        if f.kind in INTEGER_KINDS:
+            cols += token_columns(f, _known_kind(v, "int"), {"__i": v})
+        elif f.kind == "bool":
+            cols += token_columns(f, _known_kind(v, "bool"), {"__b": v})
+        else:
+            cols += token_columns(f, _known_kind(v, "jtext"), {"__s": v})
+    position: list[str | X] = ["_file", "_block", "_pos"]
+    if adapter_output:
+        position = [
+            S.when(adapted, j("__file")).otherwise(S.col("_file")).alias("_file"),
+            S.when(adapted, S.lit(-1).cast("bigint")).otherwise(S.col("_block")).alias("_block"),
+            S.when(adapted, origin_line - 1).otherwise(S.col("_pos")).alias("_pos")]
+    return S.select(
+        parsed, *position,
+        S.when(failed, S.col("_text").rlike(r"^[ \t]*$")).otherwise(S.lit(False))
+        .alias("_blank"),
+        (S.coalesce(j("__raw"), S.col("_text")) if adapter_output else S.col("_text"))
         .alias("_raw"),
         "_text", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
@@ -176,6 +235,7 @@ _CSV_MAX_COLUMNS = "1000000"
 
 
 def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
+    """CSV: every value is text of kind string (an empty cell is null)."""
     frames = []
     for _header, group in _csv_groups(files).items():
         df = (
@@ -187,17 +247,19 @@ def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
         data_cols = _data_columns(df)
         present = set(data_cols)
         df = _with_position(df)
-        cols: list[Column] = []
+        cols: list[X] = []
         for f in FIELDS[source]:
-            s = F.col(quoted(f.name)) if f.name in present else F.lit(None).cast("string")
-            cols.append(F.when(s.isNull(), F.lit("null")).otherwise(F.lit("string"))
-                        .alias(f"{f.name}__k"))
-            cols.append(s.alias(f"{f.name}__s"))
-        frames.append(df.select(
-            "_file", "_block", "_pos", F.lit(False).alias("_blank"),
-            _raw_json(data_cols).alias("_raw"),
-            F.lit(None).cast("string").alias("_err"), *cols,
+            v = S.col(f.name) if f.name in present else S.lit(None).cast("string")
+            cols += token_columns(f, _known_kind(v, "string"), {"__s": v})
+        frames.append(S.select(
+            df.select("*", _raw_json(data_cols).alias("_raw")),
+            "_file", "_block", "_pos", S.lit(False).alias("_blank"), "_raw",
+            S.lit(None).cast("string").alias("_err"), *cols,
         ))
+    return _union(frames)
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
     out = frames[0]
     for other in frames[1:]:
         out = out.unionByName(other)
@@ -236,50 +298,55 @@ def _parquet_groups(files: list[str]) -> dict[str, list[str]]:
 
 
 def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFrame:
+    """Parquet, each group of files with one schema read with its own column types: a
+    value keeps its native type (a long, a timestamp, a boolean) and only text is parsed.
+    The groups' token frames are unioned: a field's value columns are those of every kind
+    it has in some group."""
     frames = []
     for group in _parquet_groups(files).values():
         try:
-            df = spark.read.parquet(*group)
-            frames.append(_parquet_tokens(df, source))
+            frames.append(spark.read.parquet(*group))
         except Exception as exc:  # a schema Spark cannot read (duplicate or odd columns)
             first = (str(exc).splitlines() or [""])[0][:300]
             names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
             raise _input_error(f"{names}: cannot be read as Parquet: {first}") from exc
-    out = frames[0]
-    for other in frames[1:]:
-        out = out.unionByName(other)
-    return out
+    suffixes: dict[str, set[str]] = defaultdict(set)
+    for df in frames:
+        for name, dtype in _types(df).items():
+            suffixes[name].add(VALUE_COLUMNS.get(_parquet_kind(dtype), "__s"))
+    return _union([_parquet_tokens(df, source, suffixes) for df in frames])
 
 
-def _parquet_tokens(df: DataFrame, source: str) -> DataFrame:
-    types = {f.name: f.dataType for f in df.schema.fields if not f.name.startswith("_")}
+def _types(df: DataFrame) -> dict[str, T.DataType]:
+    return {f.name: f.dataType for f in df.schema.fields if not f.name.startswith("_")}
+
+
+def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -> DataFrame:
+    types = _types(df)
     meta = df.metadataColumn("_metadata")
     df = df.select(
         *[F.col(quoted(c)) for c in types],
         meta.getField("file_path").alias("_file"),
         F.lit(0).cast("long").alias("_block"),
         meta.getField("row_index").alias("_pos"),
+        _raw_json(list(types)).alias("_raw"),
     )
-    cols: list[Column] = []
+    cols: list[X] = []
     for f in FIELDS[source]:
         if f.name not in types:
-            cols += [F.lit("null").alias(f"{f.name}__k"),
-                     F.lit(None).cast("string").alias(f"{f.name}__s")]
+            cols += token_columns(f, S.lit("null"), {}, tuple(suffixes.get(f.name, ())))
             continue
-        c = F.col(quoted(f.name))
+        c = S.col(f.name)
         kind = _parquet_kind(types[f.name])
-        if kind == "timestamp":
-            text = F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX")
+        if kind in VALUE_COLUMNS:
+            values = {VALUE_COLUMNS[kind]: c}
         elif kind == "other":
-            text = F.to_json(F.struct(c)).cast("string")
-        else:
-            text = c.cast("string")
-        cols.append(F.when(c.isNull(), F.lit("null")).otherwise(F.lit(kind))
-                    .alias(f"{f.name}__k"))
-        cols.append(text.alias(f"{f.name}__s"))
-    return df.select("_file", "_block", "_pos", F.lit(False).alias("_blank"),
-                     _raw_json(list(types)).alias("_raw"),
-                     F.lit(None).cast("string").alias("_err"), *cols)
+            values = {"__s": S.fn("to_json", S.fn("struct", c))}
+        else:  # string, number
+            values = {"__s": c}
+        cols += token_columns(f, _known_kind(c, kind), values, tuple(suffixes[f.name]))
+    return S.select(df, "_file", "_block", "_pos", S.lit(False).alias("_blank"), "_raw",
+                    S.lit(None).cast("string").alias("_err"), *cols)
 
 
 READERS = {"jsonl": read_jsonl, "csv": read_csv, "parquet": read_parquet}
@@ -310,8 +377,22 @@ def _exact_variant(df: DataFrame, source: str) -> DataFrame:
     return S.select(parsed, *rest, S.when(slow, err).alias("_err"), *cols)
 
 
+def _text_of(f: Field, columns: list[str]) -> X:
+    """A value as the strict rules read it: typed values rendered as text."""
+    k, have = S.col(f"{f.name}__k"), text_columns(f, columns)
+    render = {"__i": lambda c: c.cast("string"),
+              "__t": lambda c: S.fn("date_format", c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"),
+              "__b": lambda c: c.cast("string")}
+    text: X = have.get("__s", S.lit(None).cast("string"))
+    for kind, x in VALUE_COLUMNS.items():
+        if x in have:
+            text = S.when(k == kind, render[x](have[x])).otherwise(text)
+    return text
+
+
 def _exact_as_read(df: DataFrame, source: str) -> DataFrame:
-    """CSV and Parquet kinds are exact as read; plain rows get every kind "null"."""
+    """CSV and Parquet kinds are exact as read (their text rendered for the rows that are
+    not plainly valid); plain rows get every kind "null"."""
     slow = ~S.col("_fast")
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names]
@@ -319,7 +400,7 @@ def _exact_as_read(df: DataFrame, source: str) -> DataFrame:
     for f in FIELDS[source]:
         cols.append(S.when(slow, S.col(f"{f.name}__k")).otherwise(S.lit("null"))
                     .alias(f"{f.name}__k"))
-        cols.append(S.when(slow, S.col(f"{f.name}__s")).alias(f"{f.name}__s"))
+        cols.append(S.when(slow, _text_of(f, df.columns)).alias(f"{f.name}__s"))
     return S.select(df, *rest, *cols)
 
 
