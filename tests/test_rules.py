@@ -132,14 +132,12 @@ def result(spark, tmp_path_factory):
     log = build_cases()
     detection = detect(spark, log.frames(spark), AuditWindow.of(START, END), CONFIG)
     path = str(tmp_path_factory.mktemp("rules") / "anomalies")
-    detection.write_anomalies(path)
+    written = detection.write_anomalies(path)
     rows = [r.asDict() for r in spark.read.parquet(path).collect()]
     states = [r.asDict() for r in detection.states.select(
         "group_id", "topic", "seq", "state", "successes").collect()]
-    judged = {r["topic"]: r["n"] for r in detection.prepared.identities.filter("judged")
-              .groupBy("topic").count().withColumnRenamed("count", "n").collect()}
-    return {"rows": rows, "states": states, "judged": judged,
-            "rules": [name for name, _ in detection.rules]}
+    return {"rows": rows, "states": states, "judged": written.judged_by_topic,
+            "rules": detection.rules}
 
 
 def units(result, topic: str, group: str | None = "g") -> Counter:

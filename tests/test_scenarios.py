@@ -83,7 +83,7 @@ def audited(spark, tmp_path_factory):
         mp.setenv("DELIVERY_AUDIT_CODEGEN", "true")
         ingested = extract(spark, req, stages, tmp / "work")  # as run_audit: staged sources
         assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        frames = {s: i.valid for s, i in ingested.items()}
+        frames = {s: i.valid for s, i in ingested.sources.items()}
         rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test", START)
     rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")
             .sum("units").withColumnRenamed("sum(units)", "units").collect()]

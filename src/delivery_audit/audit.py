@@ -22,20 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from . import __version__
 from .collect import collect_all
 from .config import AuditConfig
 from .detection import detect
-from .ingest import Ingested, InputError, ingest_all, read_bounds, resolve
+from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
-from .report.summary import (
-    anomaly_count_table,
-    build_report,
-    judged_count_table,
-    state_count_table,
-)
+from .report.summary import anomaly_count_table, build_report
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import JobCounter, tune_for_input, tune_for_staged
 from .window import AuditWindow
@@ -87,7 +83,7 @@ def _iso(dt: datetime) -> str:
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
-            work: Path) -> dict[str, Ingested]:
+            work: Path) -> Ingestion:
     """Every source resolved (pruned), ingested, and its valid rows staged as Parquet.
     Downloaded S3 objects, adapter output and the staged rows go below ``work``; its owner
     removes it after the audit (Spark reads them lazily)."""
@@ -100,7 +96,7 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
     tune_for_input(spark, sum(r.bytes for r in resolved.values() if r))
     with stages.stage("ingest"):
         out = ingest_all(spark, resolved, req.window, req.config, work)
-    tune_for_staged(spark, sum(i.staged_bytes for i in out.values()))
+    tune_for_staged(spark, sum(i.staged_bytes for i in out.sources.values()))
     return out
 
 
@@ -108,8 +104,6 @@ def scope(frames: dict[str, DataFrame], topics: list[str]) -> dict[str, DataFram
     """Restrict every source to the audited topics (events without a topic stay)."""
     if not topics:
         return frames
-    from pyspark.sql import functions as F
-
     keep = F.col("topic").isin(*topics)
     return {s: df.filter(keep | F.col("topic").isNull() if s == "events" else keep)
             for s, df in frames.items()}
@@ -150,50 +144,58 @@ class Reconciled:
     """What the transform stage hands to the load stage."""
 
     report: dict[str, Any]
-    detection: Any  # detection.Detection
+    written: Any  # detection.outputs.Written: the report's small tables
     anomalies: DataFrame  # the anomaly table as written
     ingested: dict[str, Ingested]
     frames: dict[str, DataFrame]
+    facts: Any  # detection.facts.Facts
     input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality.py)
     collected: dict[str, list[dict[str, Any]]]  # every small table of the summary's action
 
 
+def state_rows(written: Any, facts: Any) -> list[dict[str, Any]]:
+    """States per (group, topic, state): detection counts every state but delivered_once,
+    which is the rest of the topic's judged identities."""
+    rows = [dict(r) for r in written.states]
+    others: dict[tuple[str, str], int] = {}
+    for r in rows:
+        others[(r["group_id"], r["topic"])] = others.get((r["group_id"], r["topic"]), 0) \
+            + int(r["n"])
+    for g, topics in facts.topics_of.items():
+        for t in topics:
+            once = written.judged_by_topic.get(t, 0) - others.get((g, t), 0)
+            if once:
+                rows.append({"group_id": g, "topic": t, "state": "delivered_once", "n": once})
+    return rows
+
+
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
-              ingested: dict[str, Ingested], frames: dict[str, DataFrame], run_id: str,
+              ingestion: Ingestion, frames: dict[str, DataFrame], run_id: str,
               started: datetime) -> Reconciled:
-    """Detect every anomaly and state, write the anomaly table, and build report.json; the
-    input metrics of the GX suites come from the same single collect."""
-    from .quality import metric_aggregates
-    from .rebalances import rebalance_tables
+    """Detect every anomaly and state (one Spark job writes the anomaly table and the
+    report's small tables), then build report.json; the summary's one action reads the
+    anomaly table and the events."""
+    from .detection.facts import facts_from
+    from .rebalances import rebalance_event_tables
     from .report.insights import insight_tables
 
-    seen_groups = None
-    if not req.topics:  # scoped to some topics, a group may consume none of them
-        seen_groups = sorted({g for s in ("ledger", "events")
-                              for g in ingested[s].metrics.get("group_ids", [])})
+    ingested = ingestion.sources
+    facts = facts_from(ingestion.facts, req.config, req.topics)
     with stages.stage("detect"):
-        detection = detect(spark, frames, req.window, req.config, seen_groups,
-                           ingested["ledger"].metrics.get("rows_without_seq"))
-        detection.write_anomalies(str(staging / "anomalies"))
+        detection = detect(spark, frames, req.window, req.config, facts)
+        written = detection.write_anomalies(str(staging / "anomalies"))
     anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
+    events = frames["events"].filter(F.col("group_id").isin(*facts.group_ids))
     with stages.stage("summarise"):
-        p = detection.prepared
-        metrics = {f"metrics:{s}": df.agg(*metric_aggregates(s, req.window, req.config))
-                   for s, df in frames.items()}
         got = collect_all({"anomalies": anomaly_count_table(anomalies),
-                           "states": state_count_table(detection.states),
-                           "judged": judged_count_table(p.identities),
-                           "group_topics": p.group_topics, **metrics,
-                           **rebalance_tables(p.ledger, p.events, p.group_ids),
-                           **insight_tables(anomalies, frames, req.window)})
-        input_metrics = {s: {**i.counts, **i.metrics, **got[f"metrics:{s}"][0]}
-                         for s, i in ingested.items()}
+                           **rebalance_event_tables(events, list(facts.group_ids)),
+                           **insight_tables(anomalies, {"events": events}, req.window)})
+        got["insights_produce_latency"] = [written.produce] if written.produce else []
+        got["insights_e2e_latency"] = written.e2e
+        got["rebalance_stats"] = written.processing
+        got["rebalance_handovers"] = written.handovers
+        input_metrics = {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
         rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
-        states = got["states"]
-        judged_by_topic = {r["topic"]: int(r["n"]) for r in got["judged"]}
-        group_topics: dict[str, list[str]] = {}
-        for r in got["group_topics"]:
-            group_topics.setdefault(r["group_id"], []).append(r["topic"])
     report = build_report(
         window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
                 "lookback_minutes": req.config.lookback_minutes,
@@ -201,13 +203,14 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
              "spark_version": spark.version, "spark_master": spark.sparkContext.master},
         inputs=_inputs_summary(ingested),
-        judged_by_topic=judged_by_topic, anomaly_rows=rows, state_rows=states,
-        group_ids=p.group_ids, group_topics=group_topics,
+        judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
+        state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),
+        group_topics={g: list(ts) for g, ts in facts.topics_of.items()},
         config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
                         "pseudonymise": req.config.pseudonymise,
                         "groups": {g.group_id: g.settings for g in req.config.groups}},
     )
-    return Reconciled(report, detection, anomalies, ingested, frames, input_metrics, got)
+    return Reconciled(report, written, anomalies, ingested, frames, facts, input_metrics, got)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -218,14 +221,15 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     key = pseudonym_key() if req.config.pseudonymise else None
 
     # extract
-    ingested = extract(spark, req, stages, work)
+    ingestion = extract(spark, req, stages, work)
+    ingested = ingestion.sources
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)
     if req.groups:
         req.config = req.config.only_groups(req.groups)
     # transform
-    rec = reconcile(spark, req, stages, staging, ingested, frames, run_id, started)
+    rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started)
     report = rec.report
     with stages.stage("validate_inputs"):
         input_validation = validate_inputs(rec.input_metrics, req.window, req.config,
@@ -285,9 +289,11 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
-        p = rec.detection.prepared
-        report["rebalances"] = rebalance_report(p.ledger, p.events, p.group_ids, req.config,
-                                                rec.anomalies, round1=rec.collected)
+        groups = list(rec.facts.group_ids)
+        judged = F.col("group_id").isin(*groups)
+        report["rebalances"] = rebalance_report(
+            rec.frames["ledger"].filter(judged), rec.frames["events"].filter(judged), groups,
+            req.config, rec.anomalies, round1=rec.collected)
     report["verdict"] = decide(report, req.config)
     with stages.stage("validate_results"):
         results_validation = validate_results(report, req.config)

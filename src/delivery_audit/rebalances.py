@@ -212,6 +212,15 @@ def rebalance_tables(ledger: DataFrame, events: DataFrame, group_ids: list[str]
     }
 
 
+def rebalance_event_tables(events: DataFrame, group_ids: list[str]) -> dict[str, DataFrame]:
+    """Round 1's events table alone (``rebalance_events``): the audit takes the processing
+    stats and the ledger handovers from detection's output (detection/outputs.py)."""
+    groups = _judged(group_ids)
+    if not groups:
+        return {}
+    return {"rebalance_events": _compact_events(events.filter(F.col("group_id").isin(*groups)))}
+
+
 # --------------------------------------------------------------------------- clustering
 
 

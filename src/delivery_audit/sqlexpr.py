@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 __all__ = ["X", "col", "lit", "when", "coalesce", "concat", "concat_ws", "fn", "raw",
-           "select"]
+           "select", "struct", "map_literal", "over"]
 
 
 def _quote_string(s: str) -> str:
@@ -206,6 +206,42 @@ def concat(*args: Any) -> X:
 
 def concat_ws(sep: str, *args: Any) -> X:
     return fn("concat_ws", sep, *args)
+
+
+def struct(**fields: Any) -> X:
+    """``named_struct`` of these fields (expressions, column names are not taken)."""
+    parts: list[Any] = []
+    for name, value in fields.items():
+        parts += [lit(name), _x(value)]
+    return fn("named_struct", *parts)
+
+
+def map_literal(items: list[tuple[Any, Any]], map_type: str) -> X:
+    """A map literal of ``map_type`` (DDL, e.g. ``map<string,bigint>``) from (key, value)
+    pairs of literals or expressions; an empty map is a typed null (lookups give null)."""
+    if not items:
+        return X(f"CAST(NULL AS {map_type})")
+    args = [x for k, v in items for x in (_x(k), _x(v))]
+    return fn("map", *args).cast(map_type)
+
+
+def over(expr: X | str, partition: list[str], order: list[str] | None = None,
+         frame: str | None = None) -> X:
+    """A window function call: ``expr OVER (PARTITION BY … ORDER BY … frame)``; ``frame``
+    e.g. ``"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"``."""
+    text = expr.sql if isinstance(expr, X) else expr
+    spec = "PARTITION BY " + ", ".join(_ident(c) for c in partition)
+    if order:
+        spec += " ORDER BY " + ", ".join(_ident(c) for c in order)
+    if frame:
+        spec += " " + frame
+    return X(f"({text} OVER ({spec}))")
+
+
+WHOLE = "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+BEFORE = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+UPTO = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+AFTER = "ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING"
 
 
 def select(df: DataFrame, *items: str | X) -> DataFrame:

@@ -1,83 +1,105 @@
-"""Detection: every anomaly and delivery state of the audit contract.
+"""Detection: every anomaly and delivery state of the audit contract, as one Spark plan.
 
-Where each anomaly is decided (see also anomalies.ANOMALIES[*].decided_in):
+Three passes, each ending in one exchange of routed rows (routes.py):
 
-====================  ==========================
-lost_acked            write_side.lost_acked
-lost_unacked          write_side.lost_unacked
-written_despite_...   write_side.written_despite_failure
-seq_gap               write_side.seq_gap
-dup_write             write_side.dup_write
-key_partition_split   write_side.key_partition_split
-write_reorder         ordering.write_reorder
-process_reorder       ordering.process_reorder
-redelivery            redelivery.redelivery
-dup_effect            delivery_states.dup_effect
-skipped / pending /   delivery_states.states (+ state_anomalies)
-expired_unconsumed
-concurrent_processing concurrency.concurrent_processing
-retry_after_failure   retries.retry_after_failure
-====================  ==========================
+1. **by key** (keyed.py): sends, broker copies and ledger rows of every (topic, key) in
+   one sort; identity figures, judging, the write-side rules (write_side.py);
+2. **by (group, topic, partition)** and **by (group, identity)**: the consumer side
+   (consumer.py: redelivery.py, retries.py, ordering.process_reorder, overlap candidates),
+   the delivery states and dup_effect (delivery_states.py), write_reorder (ordering.py);
+3. the few rows that need more: concurrent_processing among overlap candidates
+   (concurrency.py), the cause of a redelivery by the same member (redelivery.py), and
+   the small tables the report counts (outputs.py).
+
+Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_in`` (the catalogue, from
+which docs/decisions.md's table is made).
+
+Nothing runs until :meth:`Detection.write`: one Spark job writes the anomaly table and
+the report's small tables together (``_table`` = anomalies | facts).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
+from pathlib import Path
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
 
+from ..anomalies import ANOMALY_NAMES
 from ..config import AuditConfig
+from ..schemas import ANOMALY_SCHEMA
 from ..window import AuditWindow
-from . import concurrency, delivery_states, ordering, redelivery, retries, write_side
-from .prepared import Prepared, prepare
+from . import concurrency, consumer, delivery_states, keyed, ordering, outputs, redelivery, routes
+from .facts import Facts, compute_facts
+
+__all__ = ["Detection", "Facts", "detect"]
 
 
 @dataclass
 class Detection:
-    prepared: Prepared
-    rules: list[tuple[str, DataFrame]]  # (rule name, its anomaly rows), schemas.ANOMALY_SCHEMA
-    states: DataFrame  # per (group, judged identity)
+    plan: DataFrame  # every output row: the anomaly schema and ``_table``
+    facts: Facts
+    pairs: DataFrame  # pass 2's pair and success rows (for :attr:`states`)
+    observations: dict[str, Observation] = field(default_factory=dict)
+    rules: list[str] = field(default_factory=lambda: list(ANOMALY_NAMES))
 
     @property
     def anomalies(self) -> DataFrame:
-        """Every rule's rows as one DataFrame (one row per counting unit)."""
-        return reduce(DataFrame.unionByName, [df for _, df in self.rules])
+        """The anomaly rows (one per counting unit), as a plan of their own."""
+        return self.plan.filter(F.col("_table") == "anomalies").select(
+            *[f.name for f in ANOMALY_SCHEMA.fields])
 
-    def write_anomalies(self, path: str) -> None:
-        """Write the anomaly table: every rule in one Spark job, so that what the rules
-        share (the judged identities, the resolved ledger, their exchanges) is computed
-        once for all of them."""
-        self.anomalies.write.mode("overwrite").parquet(path)
+    @property
+    def states(self) -> DataFrame:
+        """One row per (group, judged identity on a topic it consumes), as a plan of its own
+        (the audit counts states in :meth:`write`; this is for looking at them)."""
+        return delivery_states.state_rows(self.pairs)
+
+    def write(self, path: str | Path) -> outputs.Written:
+        """Run detection: one Spark job writes ``path/_table=anomalies`` (the anomaly
+        table) and ``path/_table=facts`` (state counts, judged identities, handovers,
+        latencies); returns the facts and the metrics observed on the way."""
+        self.plan.write.mode("overwrite").partitionBy("_table").parquet(str(path))
+        return outputs.read_written(self.plan.sparkSession, str(path), self.observations)
+
+    def write_anomalies(self, path: str | Path) -> outputs.Written:
+        """:meth:`write`, for callers that read the anomaly table at ``path`` itself."""
+        written = self.write(Path(str(path) + ".detection"))
+        outputs.move_anomalies(written, str(path))
+        return written
 
 
 def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindow,
-           config: AuditConfig, group_ids: list[str] | None = None,
-           ledger_rows_without_seq: int | None = None) -> Detection:
-    """Every rule's rows and the delivery states, as plans (nothing runs here).
-    ``group_ids``: the groups seen in the ledger and events, when ingestion counted them
-    (else one small Spark job finds them); ``ledger_rows_without_seq``: how many ledger
-    rows need their key and seq from the broker, when ingestion counted them (0 spares
-    the lookup's shuffle of the broker)."""
-    p = prepare(spark, frames, window, config, group_ids, ledger_rows_without_seq)
-    st = delivery_states.states(p).persist(StorageLevel.MEMORY_AND_DISK)
-    skipped, pending, expired = delivery_states.state_anomalies(st)
-    rules = [
-        ("lost_acked", write_side.lost_acked(p)),
-        ("lost_unacked", write_side.lost_unacked(p)),
-        ("written_despite_failure", write_side.written_despite_failure(p)),
-        ("seq_gap", write_side.seq_gap(p)),
-        ("dup_write", write_side.dup_write(p)),
-        ("key_partition_split", write_side.key_partition_split(p)),
-        ("write_reorder", ordering.write_reorder(p)),
-        ("process_reorder", ordering.process_reorder(p)),
-        ("redelivery", redelivery.redelivery(p)),
-        ("dup_effect", delivery_states.dup_effect(p)),
-        ("skipped", skipped),
-        ("pending", pending),
-        ("expired_unconsumed", expired),
-        ("concurrent_processing", concurrency.concurrent_processing(p)),
-        ("retry_after_failure", retries.retry_after_failure(p)),
+           config: AuditConfig, facts: Facts | None = None) -> Detection:
+    """Every rule's rows and the delivery states, as one plan (nothing runs here).
+    ``facts``: what ingestion learnt of the input (else one small Spark job finds it)."""
+    facts = facts or compute_facts(frames, config)
+    events = frames["events"].filter(F.col("group_id").isin(*facts.group_ids)) \
+        if facts.group_ids else frames["events"].limit(0)
+    observations = outputs.observations()
+    sends = outputs.observe_sends(frames["sends"], window, observations)
+    pass2 = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
+    pairs = routes.of_kind(pass2, keyed.P)
+    pass3 = routes.exchange(
+        consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
+        .unionByName(delivery_states.states_pass(pairs)))
+    anomalies = [
+        routes.of_kind(pass2, keyed.A).drop("_r1", "_r2", "_r3"),
+        ordering.write_reorder(routes.of_kind(pass2, keyed.W)),
+        routes.of_kind(pass3, consumer.A).drop("_r1", "_r2", "_r3"),
+        concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
+        redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
     ]
-    return Detection(prepared=p, rules=rules, states=st)
+    facts_rows = [
+        outputs.judged(routes.of_kind(pass2, keyed.J)),
+        outputs.state_counts(routes.of_kind(pass3, consumer.ST)),
+        outputs.handovers(routes.of_kind(pass3, consumer.H)),
+        *outputs.latencies(routes.of_kind(pass3, consumer.X_)),
+    ]
+    names = [f.name for f in ANOMALY_SCHEMA.fields]
+    plan = reduce(DataFrame.unionByName, [
+        *[df.select(*names, F.lit("anomalies").alias("_table")) for df in anomalies],
+        *[df.select(*names, F.lit("facts").alias("_table")) for df in facts_rows]])
+    return Detection(plan=plan, facts=facts, pairs=pairs, observations=observations)

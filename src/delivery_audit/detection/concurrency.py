@@ -6,11 +6,13 @@ started_ts, which overlaps an attempt whose interval contains it (two instants
 never overlap: there is no duration to share). Both sides count, any outcome;
 attempts of one member never count against each other.
 
-No self-join of a partition's attempts: members whose activity spans overlap
-are paired, each pair's attempts (only those inside the other member's span)
-are swept in start order, and an attempt overlaps the other member when that
-member's latest end before it is later than its start, or its next start after
-it comes before its end.
+The consumer pass keeps only the attempts that overlap some attempt, of any member
+(consumer.py); here, among those, members whose activity spans overlap are paired, each
+pair's attempts (only those inside the other member's span) are swept in start order,
+and an attempt overlaps the other member when that member's latest end before it is
+later than its start, or its next start after it comes before its end. The candidates
+arrive partitioned by (group, topic, partition) (``_r1``, ``_r2``, ``_r3``): no join or
+window here needs another exchange.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .evidence import anomaly_rows, key_value
-from .prepared import Prepared
+from .. import sqlexpr as S
+from .evidence import KEY, anomaly_rows
 
-_PART = ["group_id", "topic", "partition"]
+_PART = ["_r1", "_r2", "_r3"]
 _ATTEMPT = ["group_id", "topic", "partition", "offset", "member_id", "started_ts",
             "finished_ts", "outcome", "key_null", "key_v", "seq", "resolved", "judged"]
 
@@ -30,9 +32,9 @@ def _us(col: str) -> F.Column:
     return F.unix_micros(F.col(col))
 
 
-def overlapping_attempts(p: Prepared) -> DataFrame:
-    attempts = p.ledger.select(
-        *_ATTEMPT, F.coalesce(F.col("finished_ts"), F.col("started_ts")).alias("end_ts"))
+def overlapping_attempts(candidates: DataFrame) -> DataFrame:
+    attempts = candidates.select(
+        *_PART, *_ATTEMPT, F.coalesce(F.col("finished_ts"), F.col("started_ts")).alias("end_ts"))
     spans = attempts.groupBy(*_PART, "member_id").agg(
         F.min("started_ts").alias("span_start"), F.max("end_ts").alias("span_end"))
     a, b = spans.alias("a"), spans.alias("b")
@@ -52,12 +54,12 @@ def overlapping_attempts(p: Prepared) -> DataFrame:
         member_pairs.withColumnRenamed("m1", "member_id"), on=[*_PART, "member_id"],
         how="inner",
     ).filter((F.col("started_ts") <= F.col("e2")) & (F.col("end_ts") >= F.col("s2"))
-             ).select(*_ATTEMPT, "end_ts", F.col("member_id").alias("m1"), "m2")
+             ).select(*_PART, *_ATTEMPT, "end_ts", F.col("member_id").alias("m1"), "m2")
     side2 = attempts.join(
         member_pairs.withColumnRenamed("m2", "member_id"), on=[*_PART, "member_id"],
         how="inner",
     ).filter((F.col("started_ts") <= F.col("e1")) & (F.col("end_ts") >= F.col("s1"))
-             ).select(*_ATTEMPT, "end_ts", "m1", F.col("member_id").alias("m2"))
+             ).select(*_PART, *_ATTEMPT, "end_ts", "m1", F.col("member_id").alias("m2"))
     both = side1.unionByName(side2).withColumn("s_us", _us("started_ts")).withColumn(
         "e_us", _us("end_ts"))
     pair = Window.partitionBy(*_PART, "m1", "m2").orderBy("s_us")
@@ -76,18 +78,17 @@ def overlapping_attempts(p: Prepared) -> DataFrame:
     overlaps = (other_end > F.col("s_us")) | (other_start < F.col("e_us"))
     return (
         swept.filter(overlaps)
-        .select(*_ATTEMPT, F.when(is1, F.col("m2")).otherwise(F.col("m1")).alias("other"))
-        .groupBy(*_ATTEMPT)
+        .select(*_PART, *_ATTEMPT, F.when(is1, F.col("m2")).otherwise(F.col("m1")).alias("other"))
+        .groupBy(*_PART, *_ATTEMPT)
         .agg(F.min("other").alias("other_member"), F.count(F.lit(1)).alias("n_others"))
     )
 
 
-def concurrent_processing(p: Prepared) -> DataFrame:
-    hit = overlapping_attempts(p).filter(F.col("resolved") & F.col("judged"))
+def concurrent_processing(candidates: DataFrame) -> DataFrame:
+    hit = overlapping_attempts(candidates).filter(F.col("resolved") & F.col("judged"))
     return anomaly_rows(hit, "concurrent_processing", group_id="group_id", topic="topic",
-                        key=key_value(), seq="seq", partition="partition", offset="offset",
+                        key=KEY, seq="seq", partition="partition", offset="offset",
                         member_id="member_id", related_member_id="other_member",
                         ts="started_ts", related_ts="finished_ts",
-                        detail=F.concat(F.lit("outcome "), F.col("outcome"),
-                                        F.lit("; overlaps "), F.col("n_others").cast("string"),
-                                        F.lit(" other member(s)")))
+                        detail=S.raw("concat('outcome ', outcome, '; overlaps ', "
+                                     "CAST(n_others AS STRING), ' other member(s)')"))

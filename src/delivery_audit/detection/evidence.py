@@ -1,34 +1,45 @@
-"""Anomaly rows: every detection rule emits rows of one schema (schemas.ANOMALY_SCHEMA)."""
+"""Anomaly rows: every rule emits rows of one schema (schemas.ANOMALY_SCHEMA), built as SQL
+text (detection builds its plan in a few ``selectExpr`` calls: plan building is py4j round
+trips in a classic session)."""
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from typing import Any
+
+from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
 from ..anomalies import BY_NAME
 from ..schemas import ANOMALY_SCHEMA
+from ..sqlexpr import X
+
+ANOMALY_TYPE = ANOMALY_SCHEMA.simpleString()
+KEY = S.raw("IF(key_null, CAST(NULL AS STRING), key_v)")  # the record key, from its parts
 
 
-def anomaly_rows(df: DataFrame, anomaly: str, **columns: Column | str | int | None) -> DataFrame:
-    """Select ``df`` into the anomaly table's schema: a column name, a Column or a literal
-    per evidence field; unnamed fields are null. Everything but Columns goes to Spark as
-    SQL text (one call per field instead of four: plan building is py4j round trips in a
-    classic session)."""
-    given = {"units": S.lit(1), "anomaly": S.lit(anomaly),
-             "severity": S.lit(BY_NAME[anomaly].severity), **columns}
-    out: list[Column] = []
-    for field in ANOMALY_SCHEMA.fields:
-        value = given.get(field.name)
-        if isinstance(value, Column):
-            out.append(value.cast(field.dataType).alias(field.name))
-            continue
-        text = value if isinstance(value, S.X) else (
-            S.col(value) if isinstance(value, str) else S.lit(value))
-        out.append(F.expr(text.cast(field.dataType).alias(field.name).sql))
-    return df.select(*out)
+def _value(v: Any) -> X:
+    if isinstance(v, X):
+        return v
+    return S.col(v) if isinstance(v, str) else S.lit(v)
 
 
-def key_value() -> Column:
-    """The record key, rebuilt from the identity's null flag and text."""
-    return F.when(F.col("key_null"), F.lit(None).cast("string")).otherwise(F.col("key_v"))
+def anomaly_struct(anomaly: str, **columns: X | str | int | None) -> X:
+    """One anomaly row as a struct of the anomaly table's schema: a column name, an
+    expression or a literal per evidence field; fields not named are null. Fact rows of
+    the detection output (``__state`` …, see detection.outputs) use the same schema."""
+    severity = BY_NAME[anomaly].severity if anomaly in BY_NAME else "info"
+    given = {"units": S.lit(1), "anomaly": S.lit(anomaly), "severity": S.lit(severity),
+             **columns}
+    parts = []
+    for f in ANOMALY_SCHEMA.fields:
+        parts += [S.lit(f.name), _value(given.get(f.name)).cast(f.dataType)]
+    return S.fn("named_struct", *parts)
+
+
+def anomaly_rows(df: DataFrame, anomaly: str, **columns: X | str | int | None) -> DataFrame:
+    """``df`` selected into the anomaly table's columns (see :func:`anomaly_struct`)."""
+    return S.select(df, anomaly_struct(anomaly, **columns).alias("_a")).selectExpr("_a.*")
+
+
+def null_anomaly() -> X:
+    return S.raw(f"CAST(NULL AS {ANOMALY_TYPE})")

@@ -7,40 +7,49 @@ lost / commit_failed event of the group for that partition lies between the
 two start times (an event without topic/partition applies to every partition of
 the group), else ``other``. A retry after a *failed* processing is not a
 redelivery: only successes are compared.
+
+The comparison runs in the consumer pass (consumer.py: ``succ_no``, the previous
+success's member and start); a repeat by the same member goes on to pass 3, where
+:func:`with_event_cause` looks for a rebalance event between the two.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .. import sqlexpr as S
 from ..group_events import REDELIVERY_EVENTS as REBALANCE_EVENTS
-from .evidence import anomaly_rows, key_value
-from .identity import ID
-from .prepared import Prepared
+from ..schemas import ANOMALY_SCHEMA
+from ..sqlexpr import X
+from .evidence import KEY, anomaly_struct
+
+_REPEAT = (S.raw("outcome = 'success' AND resolved") & S.col("judged")
+           & (S.col("succ_no") > 1))
 
 
-def repeated_successes(p: Prepared) -> DataFrame:
-    """Every successful processing after the first of its record, with the previous one."""
-    w = Window.partitionBy("group_id", "topic", "partition", "offset").orderBy(
-        "started_ts", "finished_ts")
-    return (
-        p.ledger.filter((F.col("outcome") == "success") & F.col("resolved"))
-        .select(
-            "group_id", *ID, "partition", "offset", "member_id", "started_ts", "finished_ts",
-            "judged",
-            F.lag("member_id").over(w).alias("prev_member_id"),
-            F.lag("started_ts").over(w).alias("prev_started_ts"),
-            F.row_number().over(w).alias("_n"),
-        )
-        .filter(F.col("_n") > 1)
-        .drop("_n")
-    )
+def _row(cause: X | None, detail: X | None) -> X:
+    return anomaly_struct("redelivery", cause=cause, group_id="group_id", topic="topic",
+                          key=KEY, seq="seq", partition="partition", offset="offset",
+                          member_id="member_id", related_member_id="prev_succ_member",
+                          ts="started_ts", related_ts="prev_succ_started", detail=detail)
 
 
-def redelivery(p: Prepared) -> DataFrame:
-    repeats = repeated_successes(p).filter(F.col("judged"))
-    ev = p.events.filter(F.col("event").isin(*REBALANCE_EVENTS)).select(
+def moved() -> tuple[X, X]:
+    """A repeat by another member: caused by a rebalance."""
+    return (_REPEAT & (S.col("member_id") != S.col("prev_succ_member")),
+            _row(S.lit("rebalance"), S.lit("processed again by a different member")))
+
+
+def same_member() -> tuple[X, X]:
+    """A repeat by the same member: its cause needs the group's events (pass 3)."""
+    return _REPEAT & (S.col("member_id") == S.col("prev_succ_member")), _row(None, None)
+
+
+def with_event_cause(repeats: DataFrame, events: DataFrame) -> DataFrame:
+    """``repeats`` (the same member's, with ``anomaly``, ``group_id``, ``topic``,
+    ``partition``, ``prev_started_ts``, ``started_ts``) as anomaly rows with their cause."""
+    ev = events.filter(F.col("event").isin(*REBALANCE_EVENTS)).select(
         F.col("group_id").alias("e_group"), F.col("topic").alias("e_topic"),
         F.col("partition").alias("e_partition"), F.col("ts").alias("e_ts"))
     between = (
@@ -50,18 +59,13 @@ def redelivery(p: Prepared) -> DataFrame:
         & (F.col("e_ts") >= F.col("prev_started_ts"))
         & (F.col("e_ts") <= F.col("started_ts"))
     )
-    same_member = repeats.filter(F.col("member_id") == F.col("prev_member_id"))
-    with_event = same_member.join(ev, on=between, how="left_semi").select(
-        *repeats.columns, F.lit("rebalance").alias("cause"),
-        F.lit("same member; a rebalance event lies between the two").alias("why"))
-    without_event = same_member.join(ev, on=between, how="left_anti").select(
-        *repeats.columns, F.lit("other").alias("cause"),
-        F.lit("same member, no rebalance event between the two").alias("why"))
-    moved = repeats.filter(~F.col("member_id").eqNullSafe(F.col("prev_member_id"))).select(
-        *repeats.columns, F.lit("rebalance").alias("cause"),
-        F.lit("processed again by a different member").alias("why"))
-    hit = moved.unionByName(with_event).unionByName(without_event)
-    return anomaly_rows(hit, "redelivery", cause="cause", group_id="group_id", topic="topic",
-                        key=key_value(), seq="seq", partition="partition", offset="offset",
-                        member_id="member_id", related_member_id="prev_member_id",
-                        ts="started_ts", related_ts="prev_started_ts", detail="why")
+    # shuffle joins of two small sides, never a broadcast: a broadcast is a job of its own
+    out = []
+    for how, cause, detail in (
+            ("left_semi", "rebalance", "same member; a rebalance event lies between the two"),
+            ("left_anti", "other", "same member, no rebalance event between the two")):
+        fields = [f"'{cause}' AS cause" if f.name == "cause" else
+                  f"'{detail}' AS detail" if f.name == "detail" else f"anomaly.{f.name}"
+                  for f in ANOMALY_SCHEMA.fields]
+        out.append(repeats.join(ev.hint("merge"), on=between, how=how).selectExpr(*fields))
+    return out[0].unionByName(out[1])

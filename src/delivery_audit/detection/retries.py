@@ -1,31 +1,20 @@
 """retry_after_failure (rule 18): an attempt whose immediately preceding attempt on the
-same record, by the same group, failed. Expected behaviour, reported as info."""
+same record, by the same group, failed. Expected behaviour, reported as info.
+
+Decided in the consumer pass (consumer.py), whose per-record window gives every attempt
+the outcome, start and member of the resolved attempt just before it."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
-
-from .evidence import anomaly_rows, key_value
-from .identity import ID
-from .prepared import Prepared
+from .. import sqlexpr as S
+from ..sqlexpr import X
+from .evidence import KEY, anomaly_struct
 
 
-def retry_after_failure(p: Prepared) -> DataFrame:
-    w = Window.partitionBy("group_id", "topic", "partition", "offset").orderBy(
-        "started_ts", "finished_ts")
-    hit = (
-        p.ledger.filter(F.col("resolved"))
-        .select("group_id", *ID, "partition", "offset", "member_id", "started_ts", "outcome",
-                "judged",
-                F.lag("outcome").over(w).alias("prev_outcome"),
-                F.lag("started_ts").over(w).alias("prev_started_ts"),
-                F.lag("member_id").over(w).alias("prev_member_id"),
-                F.row_number().over(w).alias("attempt_no"))
-        .filter(F.col("judged") & (F.col("prev_outcome") == "failure"))
-    )
-    return anomaly_rows(hit, "retry_after_failure", group_id="group_id", topic="topic",
-                        key=key_value(), seq="seq", partition="partition", offset="offset",
-                        member_id="member_id", related_member_id="prev_member_id",
-                        ts="started_ts", related_ts="prev_started_ts", attempts="attempt_no",
-                        detail=F.concat(F.lit("this attempt: "), F.col("outcome")))
+def retry_after_failure() -> tuple[X, X]:
+    return (S.col("resolved") & S.col("judged") & (S.col("prev_outcome") == "failure"),
+            anomaly_struct("retry_after_failure", group_id="group_id", topic="topic", key=KEY,
+                           seq="seq", partition="partition", offset="offset",
+                           member_id="member_id", related_member_id="prev_member",
+                           ts="started_ts", related_ts="prev_started", attempts="res_no",
+                           detail=S.concat(S.lit("this attempt: "), S.col("outcome"))))

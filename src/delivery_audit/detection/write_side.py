@@ -1,119 +1,121 @@
-"""Producer→broker rules: lost_acked, lost_unacked, written_despite_failure,
-dup_write (with its cause), seq_gap and key_partition_split. Counted once (not per group)."""
+"""Producer→broker rules: lost_acked, lost_unacked, written_despite_failure, seq_gap,
+dup_write (with its cause) and key_partition_split. Counted once (not per group).
+
+Each rule is a condition on a row of pass 1 (detection/keyed.py) and the anomaly row it
+emits: the identity's figures travel with every row of the identity, so a rule reads one
+row. Identity rules fire on the identity's first row (``identity_row``); copy rules on
+broker rows (``_side`` 0).
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from .. import sqlexpr as S
+from ..config import AuditConfig
+from ..sqlexpr import X
+from .evidence import KEY, anomaly_struct
 
-from .evidence import anomaly_rows, key_value
-from .identity import ID, KEY
-from .prepared import Prepared
-
-
-def _judged(p: Prepared) -> DataFrame:
-    return p.identities.filter(F.col("judged"))
+_IDENTITY = S.col("identity_row") & S.col("judged")
+_COPY = (S.col("_side") == 0) & S.col("judged")
+_LONG_MAX = 2**63 - 1
 
 
-def lost_acked(p: Prepared) -> DataFrame:
+def lost_acked() -> tuple[X, X]:
     """Acked, no broker copy, and the acked offset lies inside the dump's range."""
-    hit = _judged(p).filter((F.col("n_copies") == 0) & F.col("acked_inside"))
-    return anomaly_rows(hit, "lost_acked", topic="topic", key=key_value(), seq="seq",
-                        partition=F.col("inside_at.partition"), offset=F.col("inside_at.offset"),
-                        ts="first_send_ts", attempts="n_send_rows")
+    return (_IDENTITY & (S.col("n_copies") == 0) & S.col("acked_inside"),
+            anomaly_struct("lost_acked", topic="topic", key=KEY, seq="seq",
+                           partition=S.col("inside_at.partition"),
+                           offset=S.col("inside_at.offset"), ts="first_send_ts",
+                           attempts="n_send_rows"))
 
 
-def lost_unacked(p: Prepared) -> DataFrame:
+def lost_unacked() -> tuple[X, X]:
     """No attempt acked and no broker copy."""
-    hit = _judged(p).filter((F.col("n_copies") == 0) & ~F.col("any_acked"))
-    return anomaly_rows(hit, "lost_unacked", topic="topic", key=key_value(), seq="seq",
-                        ts="first_send_ts", attempts="n_send_rows")
+    return (_IDENTITY & (S.col("n_copies") == 0) & ~S.coalesce(S.col("any_acked"),
+                                                               S.lit(False)),
+            anomaly_struct("lost_unacked", topic="topic", key=KEY, seq="seq",
+                           ts="first_send_ts", attempts="n_send_rows"))
 
 
-def written_despite_failure(p: Prepared) -> DataFrame:
+def written_despite_failure() -> tuple[X, X]:
     """Every attempt failed or timed out, yet the broker has the message."""
-    hit = _judged(p).filter((F.col("n_send_rows") > 0) & ~F.col("any_acked")
-                            & (F.col("n_copies") > 0))
-    return anomaly_rows(hit, "written_despite_failure", topic="topic", key=key_value(),
-                        seq="seq", partition=F.col("first_copy.partition"),
-                        offset=F.col("first_copy.offset"), ts="first_send_ts",
-                        attempts="n_send_rows")
+    return (_IDENTITY & (S.col("n_send_rows") > 0) & ~S.col("any_acked")
+            & (S.col("n_copies") > 0),
+            anomaly_struct("written_despite_failure", topic="topic", key=KEY, seq="seq",
+                           partition=S.col("first_copy.partition"),
+                           offset=S.col("first_copy.offset"), ts="first_send_ts",
+                           attempts="n_send_rows"))
 
 
-def dup_write_cause() -> F.Column:
+def dup_write_cause() -> X:
     """Rule 14, first match wins."""
-    return (
-        F.when((F.col("n_send_rows") > 1) | (F.col("max_attempt") > 1) | F.col("any_failed"),
-               F.lit("producer_retry"))
-        .when(F.col("idempotent"), F.lit("idempotence_breach"))
-        .otherwise(F.lit("unknown"))
-    )
+    return (S.when((S.col("n_send_rows") > 1) | (S.col("max_attempt") > 1)
+                   | S.coalesce(S.col("any_failed"), S.lit(False)), S.lit("producer_retry"))
+            .when(S.coalesce(S.col("any_idempotent"), S.lit(False)),
+                  S.lit("idempotence_breach"))
+            .otherwise(S.lit("unknown")))
 
 
-def dup_write(p: Prepared) -> DataFrame:
-    """One row per extra broker copy (n − 1) of a judged identity (each copy carries its
-    identity's figures)."""
-    hit = p.copies.filter(F.col("judged") & (F.col("copy_no") > 1))
-    return anomaly_rows(hit, "dup_write", cause=dup_write_cause(), topic="topic",
-                        key=key_value(), seq="seq", partition="partition", offset="offset",
-                        related_partition=F.col("first_copy.partition"),
-                        related_offset=F.col("first_copy.offset"), ts="timestamp",
-                        related_ts="first_send_ts", attempts="n_send_rows",
-                        detail=F.concat(F.lit("copies: "), F.col("n_copies").cast("string")))
+def dup_write() -> tuple[X, X]:
+    """One row per extra broker copy (n − 1) of a judged identity: every copy but the first
+    in (partition, offset) order."""
+    at = S.raw("named_struct('partition', partition, 'offset', offset)")
+    return (_COPY & (at != S.col("first_copy")),
+            anomaly_struct("dup_write", cause=dup_write_cause(), topic="topic", key=KEY,
+                           seq="seq", partition="partition", offset="offset",
+                           related_partition=S.col("first_copy.partition"),
+                           related_offset=S.col("first_copy.offset"), ts="timestamp",
+                           related_ts="first_send_ts", attempts="n_send_rows",
+                           detail=S.concat(S.lit("copies: "), S.col("n_copies").cast("string"))))
 
 
-def seq_gap(p: Prepared) -> DataFrame:
-    """Values strictly between a key's lowest and highest judged seq carried by no send
-    or broker row; one row per missing range, ``units`` = values in it."""
-    if not p.config.dense_seq:
-        return anomaly_rows(p.identities.limit(0), "seq_gap")
-    per_key = Window.partitionBy(*KEY)
-    bounded = p.identities.select(
-        *ID, "judged",
-        F.min(F.when(F.col("judged"), F.col("seq"))).over(per_key).alias("lo"),
-        F.max(F.when(F.col("judged"), F.col("seq"))).over(per_key).alias("hi"),
-    ).filter(F.col("seq").between(F.col("lo"), F.col("hi")) & (F.col("lo") < F.col("hi")))
-    ordered = Window.partitionBy(*KEY).orderBy("seq")
-    # seqs are distinct per key, so prev_seq < seq and prev_seq + 1 cannot overflow
-    gaps = (
-        bounded.select(*ID, F.lag("seq").over(ordered).alias("prev_seq"))
-        .filter(F.col("seq") > F.col("prev_seq") + 1)
-        .select(*ID, "prev_seq", (F.col("prev_seq") + 1).alias("lo"),
-                (F.col("seq") - 1).alias("hi"))
-    )
-    # a range of more than 2^63 − 1 values (only possible across zero) is reported as two
-    # rows split at zero, so that every row's units fit a long
-    # (a CASE, so that 2^63 − 1 + lo is computed only for a negative lo)
-    too_long = F.when(F.col("lo") < 0, F.col("hi") > F.lit(2**63 - 1) + F.col("lo") - 1) \
-        .otherwise(F.lit(False))
-    parts = F.when(too_long, F.array(
-        F.struct(F.col("lo").alias("lo"), F.lit(-1).cast("long").alias("hi")),
-        F.struct(F.lit(0).cast("long").alias("lo"), F.col("hi").alias("hi")),
-    )).otherwise(F.array(F.struct(F.col("lo").alias("lo"), F.col("hi").alias("hi"))))
-    ranges = gaps.select(*ID, "prev_seq", F.explode(parts).alias("r"))
-    lo, hi = F.col("r.lo"), F.col("r.hi")
-    return anomaly_rows(ranges, "seq_gap", units=hi - lo + 1,
-                        topic="topic", key=key_value(), seq=lo, seq_to=hi,
-                        detail=F.concat(F.lit("between seq "), F.col("prev_seq").cast("string"),
-                                        F.lit(" and "), F.col("seq").cast("string")))
-
-
-def key_partition_split(p: Prepared) -> DataFrame:
+def key_partition_split() -> tuple[X, X]:
     """A key counts when one of its judged records sits in another partition than the
-    key's previous record (identities in seq order): its records sit in more than one
-    partition, and each move is reported in the window that judges it."""
-    ordered = Window.partitionBy(*KEY).orderBy("seq", "partition", "offset")
-    moves = (
-        p.copies.select(*ID, "partition", "offset", "timestamp", "judged",
-                        F.lag("partition").over(ordered).alias("prev_partition"))
-        .filter(F.col("judged") & F.col("prev_partition").isNotNull()
-                & (F.col("partition") != F.col("prev_partition")))
-    )
-    keys = (
-        moves.withColumn("_n", F.row_number().over(ordered))
-        .filter(F.col("_n") == 1)
-    )
-    return anomaly_rows(keys, "key_partition_split", topic="topic", key=key_value(),
-                        seq="seq", partition="partition", offset="offset",
-                        related_partition="prev_partition", ts="timestamp",
-                        detail=F.lit("record moved from the key's previous partition"))
+    key's previous record (records in (seq, partition, offset) order): the first such move
+    of the key is its row, reported in the window that judges it."""
+    return (S.col("move") & (S.col("moves_before") == 0),
+            anomaly_struct("key_partition_split", topic="topic", key=KEY, seq="seq",
+                           partition="partition", offset="offset",
+                           related_partition="prev_partition", ts="timestamp",
+                           detail=S.lit("record moved from the key's previous partition")))
+
+
+def seq_gap() -> list[tuple[X, X]]:
+    """Values strictly between a key's lowest and highest judged seq (``lo``, ``hi``)
+    carried by no send or broker row: per identity in that range, the values between it
+    and the key's previous identity (``prev_seq``); ``units`` = values in the range. A
+    range of more than 2^63 − 1 values (only possible across zero) is two rows split at
+    zero, so that every row's units fit a long."""
+    seq, prev = S.col("seq"), S.col("prev_seq")
+    gap = (S.col("identity_row") & (S.col("lo") < S.col("hi"))
+           & seq.between(S.col("lo"), S.col("hi")) & (prev >= S.col("lo"))
+           & (seq > prev + 1))
+    lo, hi = prev + 1, seq - 1  # seqs are distinct per key: prev + 1 cannot overflow
+    # (sizes in decimal: Spark may evaluate them before the conditions that guard them)
+    too_long = _size(lo, hi) > S.lit(_LONG_MAX)
+    detail = S.concat(S.lit("between seq "), prev.cast("string"), S.lit(" and "),
+                      seq.cast("string"))
+
+    def part(a: X, b: X) -> X:
+        return anomaly_struct("seq_gap", units=_size(a, b), topic="topic", key=KEY, seq=a,
+                              seq_to=b, detail=detail)
+
+    # (CASEs: the ranges' arithmetic is evaluated on gaps only, where it cannot overflow)
+    split = S.when(gap, too_long).otherwise(S.lit(False))
+    whole = S.when(gap, ~too_long).otherwise(S.lit(False))
+    return [(whole, part(lo, hi)),
+            (split, part(lo, S.lit(-1).cast("bigint"))),
+            (split, part(S.lit(0).cast("bigint"), hi))]
+
+
+def _size(lo: X, hi: X) -> X:
+    """The number of values in [lo, hi], exactly (a decimal: no long overflows)."""
+    return hi.cast("decimal(20,0)") - lo + 1
+
+
+def anomalies(config: AuditConfig) -> list[tuple[X, X]]:
+    """Every write-side rule as (condition, anomaly row) on a row of pass 1."""
+    rules = [lost_acked(), lost_unacked(), written_despite_failure(), dup_write(),
+             key_partition_split()]
+    if config.dense_seq:
+        rules += seq_gap()
+    return rules

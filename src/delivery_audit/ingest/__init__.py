@@ -35,7 +35,7 @@ from .parsing import typed_rows
 from .pruning import Bounds
 from .tokens import exact_for, read_tokens, uses_row_index
 
-__all__ = ["Bounds", "Ingested", "InputError", "ingest", "ingest_all", "resolve",
+__all__ = ["Bounds", "Ingested", "Ingestion", "InputError", "ingest", "ingest_all", "resolve",
            "empty_source", "read_bounds"]
 
 
@@ -59,7 +59,7 @@ class Ingested:
     pruned: int = 0
     staged_bytes: int = 0  # the source's staged Parquet, every status
     # what the input suites need beyond counts (quality.py): duplicates_quarantined,
-    # by_topic (valid rows per topic) and, for ledger and events, group_ids
+    # by_topic (valid rows per topic) and the metric aggregates of the valid rows
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
@@ -263,12 +263,25 @@ def _with_values(spark: SparkSession, df: DataFrame, column: str, values: list[i
     return df.join(F.broadcast(table), on=column, how="left_semi" if keep else "left_anti")
 
 
+@dataclass
+class Ingestion:
+    """Every source ingested, and what detection needs to know of the whole input
+    (detection.facts: its tables, collected in ingestion's one action)."""
+
+    sources: dict[str, Ingested]
+    facts: dict[str, list[dict]] = field(default_factory=dict)
+
+
 def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
-               window: AuditWindow, config: AuditConfig, work: Path) -> dict[str, Ingested]:
+               window: AuditWindow, config: AuditConfig, work: Path) -> Ingestion:
     """Every source staged (one scan each), then one Spark action for the accounting of all
-    of them; rule-5 duplicates, when a fingerprint repeats, cost one more small action and a
-    rewrite of that source's valid rows. Returns each source's valid rows (a Parquet leaf
-    below ``work``), its quarantine and its counts."""
+    of them, the input metrics of the GX suites and detection's facts; rule-5 duplicates,
+    when a fingerprint repeats, cost one more small action and a rewrite of that source's
+    valid rows. Returns each source's valid rows (a Parquet leaf below ``work``), its
+    quarantine and its counts."""
+    from ..detection.facts import fact_tables
+    from ..quality import metric_aggregates
+
     out: dict[str, Ingested] = {}
     staged: dict[str, Staged] = {}
     for source, r in resolved.items():
@@ -279,22 +292,19 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         else:
             staged[source] = stage_source(spark, r, window, config, work)
     if not staged:
-        return out
+        return Ingestion(out)
     frames = {s: _read_staged(spark, st) for s, st in staged.items()}
-    tables: dict[str, DataFrame] = {}
+    valid_rows = {s: df.filter(F.col("_status") == "valid") for s, df in frames.items()}
+    tables: dict[str, DataFrame] = fact_tables(valid_rows)
     for s, df in frames.items():
-        valid = df.filter(F.col("_status") == "valid")
+        valid = valid_rows[s]
         tables[f"{s}:splits"] = df.groupBy("_file", "_block", "_status").agg(
             F.count(F.lit(1)).alias("n"), F.min("_pos").alias("first_pos"))
         tables[f"{s}:repeated"] = (
             df.filter(F.col("_fp").isNotNull()).groupBy("_fp")
             .agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1).select("_fp"))
-        per_topic = [F.count(F.lit(1)).alias("n")]
-        if s == "ledger":  # rows whose key and seq come from the broker (rule 10)
-            per_topic.append(F.count(F.when(F.col("seq").isNull(), F.lit(1))).alias("no_seq"))
-        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(*per_topic)
-        if s in ("ledger", "events"):
-            tables[f"{s}:groups"] = valid.groupBy("group_id").agg(F.count(F.lit(1)).alias("n"))
+        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(F.count(F.lit(1)).alias("n"))
+        tables[f"{s}:metrics"] = valid.agg(*metric_aggregates(s, window, config))
     got = collect_all(tables)
 
     repeated = {s: [r["_fp"] for r in got[f"{s}:repeated"]] for s in frames}
@@ -309,6 +319,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                 "_rid", "_status", "topic")
         suspects.update(collect_all(probe))
 
+    rewritten: dict[str, DataFrame] = {}
     for s, st in staged.items():
         splits_rows = got[f"{s}:splits"]
         splits = _Splits.of(splits_rows, uses_row_index(st.fmt))
@@ -344,17 +355,20 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
              .select(*[F.col(f.name) for f in FIELDS[s]])
              .write.mode("overwrite").parquet(str(path)))
             valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
+            rewritten[s] = valid
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
-        metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic}
-        if s == "ledger":  # an upper bound (later copies of rule 5 included)
-            metrics["rows_without_seq"] = sum(int(r["no_seq"]) for r in got[f"{s}:by_topic"])
-        if f"{s}:groups" in got:
-            metrics["group_ids"] = sorted(r["group_id"] for r in got[f"{s}:groups"])
+        metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic,
+                   **got[f"{s}:metrics"][0]}
         r = st.resolved
         out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned,
                           staged_bytes, metrics)
-    return out
+    if rewritten:  # the metrics of a rewritten leaf leave its later copies out (one job)
+        again = collect_all({s: df.agg(*metric_aggregates(s, window, config))
+                             for s, df in rewritten.items()})
+        for s, rows in again.items():
+            out[s].metrics.update(rows[0])
+    return Ingestion(out, {k: v for k, v in got.items() if k.startswith("facts:")})
 
 
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
@@ -363,7 +377,8 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
     staged below ``work`` (a new temp folder without it), which must outlive the use of
     the returned frames."""
     work = work or Path(tempfile.mkdtemp(prefix=f"delivery-audit-{resolved.source}-"))
-    return ingest_all(spark, {resolved.source: resolved}, window, config, work)[resolved.source]
+    return ingest_all(spark, {resolved.source: resolved}, window, config,
+                      work).sources[resolved.source]
 
 def empty_quarantine(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], QUARANTINE_SCHEMA)
@@ -372,5 +387,9 @@ def empty_quarantine(spark: SparkSession) -> DataFrame:
 def empty_source(spark: SparkSession, source: str) -> Ingested:
     counts = {"rows_read": 0, "rows_valid": 0, "rows_quarantined": 0, "rows_after_window": 0,
               "rows_before_lookback": 0}
+    from ..quality import metric_names
+
+    metrics = {"duplicates_quarantined": 0, "by_topic": {},
+               **{n: None if n.endswith("_ms") else 0 for n in metric_names(source)}}
     return Ingested(source, spark.createDataFrame([], canonical_schema(source)),
-                    empty_quarantine(spark), counts)
+                    empty_quarantine(spark), counts, metrics=metrics)

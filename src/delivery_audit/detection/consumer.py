@@ -1,0 +1,143 @@
+"""Pass 2, the consumer side: every ledger row of a judged group, routed by (group, topic,
+partition) and carrying its identity's ``judged`` flag and its record's broker timestamp
+from pass 1. Three sorts of the same rows, no exchange:
+
+* per record (group, topic, partition, offset) by start: redelivery (rule 15) and
+  retry_after_failure (rule 18) compare each attempt with the one before it; the record's
+  first successful finish gives delivery latency;
+* per (group, topic, partition, key) by start: process_reorder (rule 16) over first
+  successful processings;
+* per (group, topic, partition) by start: the attempts that overlap any other attempt
+  (concurrent_processing's candidates, rule 17) and the handovers between members (the
+  rebalances inferred when a group has no events, contract §5).
+
+What needs more than these rows goes on to pass 3 as routed rows: redeliveries by the same
+member (a rebalance event between the two?), overlap candidates (by another member?),
+handovers and latencies (small aggregates).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from .. import sqlexpr as S
+from ..sqlexpr import AFTER, BEFORE, UPTO, WHOLE, X
+from ..window import AuditWindow
+from . import ordering, redelivery, retries, routes
+from .evidence import ANOMALY_TYPE
+
+PART = ["_r1", "_r2", "_r3"]  # group, topic, partition
+RECORD = [*PART, "offset"]
+# a deterministic order of a record's attempts: start, finish, then member and outcome
+ATTEMPTS = ["started_ts", "finished_ts", "member_id", "outcome"]
+
+A = routes.Kind(0, "a", ANOMALY_TYPE[len("struct<"):-1])
+ATTEMPT = ("group_id:string,topic:string,partition:int,offset:bigint,member_id:string,"
+           "started_ts:timestamp,finished_ts:timestamp,outcome:string,key_null:boolean,"
+           "key_v:string,seq:bigint,resolved:boolean,judged:boolean")
+C = routes.Kind(1, "c", ATTEMPT)
+R = routes.Kind(2, "r", f"anomaly:{ANOMALY_TYPE},group_id:string,topic:string,partition:int,"
+                "prev_started_ts:timestamp,started_ts:timestamp")
+ST = routes.Kind(3, "st", "group_id:string,topic:string,state:string")
+H = routes.Kind(4, "h", "group_id:string,prev:string,member_id:string,t:bigint,prev_f:bigint,"
+                "tp:string")
+X_ = routes.Kind(5, "x", "group_id:string,dur_ms:bigint,e2e_ms:double")
+KINDS = (A, C, R, ST, H, X_)
+
+
+def _rec(expr: str | X, frame: str = UPTO) -> X:
+    return S.over(expr, RECORD, ATTEMPTS, frame)
+
+
+def _by_record(rows: DataFrame) -> DataFrame:
+    succ = "(outcome = 'success' AND resolved)"
+    cols = [
+        _rec(f"count(IF({succ}, 1, NULL))").alias("succ_no"),
+        _rec(f"last(IF({succ}, member_id, NULL), true)", BEFORE).alias("prev_succ_member"),
+        _rec(f"last(IF({succ}, started_ts, NULL), true)", BEFORE).alias("prev_succ_started"),
+        _rec("count(IF(resolved, 1, NULL))").alias("res_no"),
+        _rec("last(IF(resolved, outcome, NULL), true)", BEFORE).alias("prev_outcome"),
+        _rec("last(IF(resolved, started_ts, NULL), true)", BEFORE).alias("prev_started"),
+        _rec("last(IF(resolved, member_id, NULL), true)", BEFORE).alias("prev_member"),
+        _rec("min(IF(outcome = 'success', finished_ts, NULL))", WHOLE).alias("first_done"),
+        _rec("row_number()").alias("rec_row"),
+    ]
+    out = S.select(rows, "*", *cols)
+    return S.select(out, "*", (S.raw(succ) & (S.col("succ_no") == 1)).alias("first_success"))
+
+
+def _by_key(rows: DataFrame) -> DataFrame:
+    w = [*PART, "key_null", "key_v"]
+    return S.select(rows, "*", S.over("max(IF(first_success, offset, NULL))", w,
+                                      ["started_ts", "offset", "finished_ts", "member_id"],
+                                      BEFORE).alias("max_seen"))
+
+
+def _by_partition(rows: DataFrame) -> DataFrame:
+    order = ["started_ts", "offset", "member_id", "finished_ts"]
+    end = "coalesce(finished_ts, started_ts)"
+    cols = [
+        S.over(f"max({end})", PART, order, BEFORE).alias("before_end"),
+        S.over("min(started_ts)", PART, order, AFTER).alias("after_start"),
+        # attempts starting at the same instant (the same sort: an order within the peers)
+        S.over("count(1)", [*PART, "started_ts"], order[1:], WHOLE).alias("peers"),
+        S.over(f"max({end})", [*PART, "started_ts"], order[1:], WHOLE).alias("peers_end"),
+        S.over("lag(member_id)", PART, order).alias("prev_any_member"),
+        S.over(f"lag(unix_millis({end}))", PART, order).alias("prev_any_f"),
+    ]
+    return S.select(rows, "*", *cols)
+
+
+def _candidate() -> X:
+    """An attempt that overlaps some other attempt on its partition, of any member (rule
+    17's exact test, by another member, runs on these alone: concurrency.py)."""
+    s, e = S.col("started_ts"), S.coalesce(S.col("finished_ts"), S.col("started_ts"))
+    return ((S.col("before_end") > s) | (S.col("after_start") < e)
+            | ((S.col("peers") > 1) & (S.col("peers_end") > s)))
+
+
+def _emitted(window: AuditWindow) -> list[X]:
+    emit = routes.emit_when
+    part = (S.col("_r1"), S.col("_r2"), S.col("_r3"))
+    attempt = S.struct(**{c: S.col(c) for c in ATTEMPT_FIELDS})
+    spread = routes.route_hash("offset", "started_ts")
+    rows = [emit(KINDS, cond, A, *part, a) for cond, a in (
+        redelivery.moved(), retries.retry_after_failure(), ordering.process_reorder())]
+    cond, anomaly = redelivery.same_member()
+    rows.append(emit(KINDS, cond, R, *part, S.struct(
+        anomaly=anomaly, group_id=S.col("group_id"), topic=S.col("topic"),
+        partition=S.col("partition"), prev_started_ts=S.col("prev_succ_started"),
+        started_ts=S.col("started_ts"))))
+    rows.append(emit(KINDS, _candidate(), C, *part, attempt))
+    handover = S.col("prev_any_member").isNotNull() & (S.col("prev_any_member") != S.col(
+        "member_id"))
+    rows.append(emit(KINDS, handover, H, S.col("group_id"), S.lit(None), spread, S.struct(
+        group_id=S.col("group_id"), prev=S.col("prev_any_member"), member_id=S.col("member_id"),
+        t=S.fn("unix_millis", S.col("started_ts")), prev_f=S.col("prev_any_f"),
+        tp=S.raw("concat_ws('-', topic, CAST(partition AS STRING))"))))
+    dur = S.when((S.col("outcome") == "success") & (S.col("finished_ts") >= S.col("started_ts")),
+                 S.fn("unix_millis", S.col("finished_ts")) - S.fn("unix_millis",
+                                                                   S.col("started_ts")))
+    written = S.col("copy_ts")
+    in_window = ((written >= S.lit(_naive(window.start)).cast("timestamp"))
+                 & (written < S.lit(_naive(window.end)).cast("timestamp")))
+    e2e = S.when((S.col("rec_row") == 1) & S.col("first_done").isNotNull() & in_window,
+                 S.raw("CAST(unix_micros(first_done) - unix_micros(copy_ts) AS DOUBLE) / 1000.0"))
+    rows.append(emit(KINDS, dur.isNotNull() | e2e.isNotNull(), X_, S.col("group_id"),
+                     S.lit(None), spread,
+                     S.struct(group_id=S.col("group_id"), dur_ms=dur, e2e_ms=e2e)))
+    return rows
+
+
+ATTEMPT_FIELDS = [f.split(":")[0] for f in ATTEMPT.split(",")]
+
+
+def _naive(dt) -> str:
+    return dt.replace(tzinfo=None).isoformat(sep=" ")
+
+
+def consumer_rows(ledger: DataFrame, window: AuditWindow) -> DataFrame:
+    """The consumer side's routed rows for pass 3 (``ledger``: pass 1's ledger rows, as
+    routed by (group, topic, partition))."""
+    rows = _by_partition(_by_key(_by_record(ledger)))
+    return routes.routed(rows, _emitted(window))

@@ -1,0 +1,128 @@
+"""What detection needs to know about the whole input before its one pass: small tables
+the driver holds and the plan carries as literals (no broadcast job, no join).
+
+* ``ranges`` — each (topic, partition)'s dump range [log start, end) (rule 7: the broker's
+  lowest and highest + 1 offsets, unless the config states it);
+* ``reach`` — per (group, topic, partition) the highest offset the group attempted or
+  committed (rule 12: it went past offset o when reach > o);
+* ``topics_of`` — the topics each judged group consumes (rule 9), and ``group_ids``;
+* ``rows_without_seq`` / ``skipped_rows`` — ledger rows of judged groups that need the broker
+  record at their offset: rule 10's resolution and rule 12's "recorded outcome skipped on
+  that record" (0 spares the lookup's shuffle of the broker).
+
+Ingestion computes the tables in the action that counts its rows (:func:`fact_tables`);
+:func:`compute_facts` does it for plain frames (one Spark job).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..config import AuditConfig
+
+
+@dataclass(frozen=True)
+class Facts:
+    ranges: dict[tuple[str, int], tuple[int, int]]
+    reach: dict[tuple[str, str, int], int]
+    topics_of: dict[str, tuple[str, ...]]
+    group_ids: tuple[str, ...]
+    rows_without_seq: int = 0
+    skipped_rows: int = 0
+    topics: tuple[str, ...] = field(default=())  # every topic of sends and broker
+
+    def groups_of(self, topic: str) -> tuple[str, ...]:
+        """The judged groups consuming a topic, in group order (a pair's group index)."""
+        return tuple(g for g in self.group_ids if topic in self.topics_of.get(g, ()))
+
+    def consumed_topics(self) -> list[str]:
+        return sorted({t for ts in self.topics_of.values() for t in ts})
+
+    def scoped(self, topics: list[str]) -> Facts:
+        """The facts of an audit restricted to some topics."""
+        if not topics:
+            return self
+        keep = set(topics)
+        return replace(
+            self, ranges={k: v for k, v in self.ranges.items() if k[0] in keep},
+            reach={k: v for k, v in self.reach.items() if k[1] in keep},
+            topics_of={g: tuple(t for t in ts if t in keep) for g, ts in self.topics_of.items()},
+            topics=tuple(t for t in self.topics if t in keep))
+
+
+def fact_tables(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """The small tables behind the facts, over the sources' valid rows (no action):
+    collect them with ``collect.collect_all``, alone or with other tables."""
+    out: dict[str, DataFrame] = {}
+    broker, ledger, events = frames.get("broker"), frames.get("ledger"), frames.get("events")
+    if broker is not None:
+        out["facts:ranges"] = broker.groupBy("topic", "partition").agg(
+            F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+    if ledger is not None:
+        out["facts:ledger"] = ledger.groupBy("group_id", "topic", "partition").agg(
+            F.max("offset").alias("reach"),
+            F.count(F.when(F.col("seq").isNull(), F.lit(1))).alias("no_seq"),
+            F.count(F.when(F.col("outcome") == "skipped", F.lit(1))).alias("skipped"))
+    if events is not None:
+        out["facts:commits"] = (
+            events.filter((F.col("event") == "commit") & F.col("topic").isNotNull()
+                          & F.col("partition").isNotNull() & F.col("offset").isNotNull())
+            .groupBy("group_id", "topic", "partition").agg(F.max("offset").alias("reach")))
+        out["facts:event_groups"] = events.groupBy("group_id").agg(
+            F.count(F.lit(1)).alias("n"))
+    for s in ("sends", "broker"):
+        if frames.get(s) is not None:
+            out[f"facts:topics:{s}"] = frames[s].groupBy("topic").agg(
+                F.count(F.lit(1)).alias("n"))
+    return out
+
+
+def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
+               topics: list[str] | None = None) -> Facts:
+    """The facts from the collected :func:`fact_tables`, for the judged groups of the config
+    (rule 9) and, when given, only these topics."""
+    if config.groups:
+        group_ids = sorted(g.group_id for g in config.groups)
+    else:
+        group_ids = sorted({r["group_id"] for r in collected.get("facts:ledger", [])}
+                           | {r["group_id"] for r in collected.get("facts:event_groups", [])})
+    judged = set(group_ids)
+    topics_of: dict[str, set[str]] = {g: set() for g in group_ids}
+    for g in config.groups:
+        topics_of[g.group_id].update(g.topics)
+    reach: dict[tuple[str, str, int], int] = {}
+    no_seq = skipped = 0
+    for r in collected.get("facts:ledger", []):
+        g = r["group_id"]
+        if g not in judged:
+            continue
+        topics_of[g].add(r["topic"])
+        k = (g, r["topic"], int(r["partition"]))
+        reach[k] = max(reach.get(k, -1), int(r["reach"]))
+        no_seq += int(r["no_seq"])
+        skipped += int(r["skipped"])
+    for r in collected.get("facts:commits", []):
+        if r["group_id"] in judged:
+            k = (r["group_id"], r["topic"], int(r["partition"]))
+            reach[k] = max(reach.get(k, -1), int(r["reach"]))
+    ranges = {(r["topic"], int(r["partition"])): (int(r["lo"]), int(r["hi"]) + 1)
+              for r in collected.get("facts:ranges", [])}
+    for d in config.dump_ranges:  # a stated range wins (rule 7)
+        ranges[(d.topic, d.partition)] = (d.log_start_offset, d.end_offset)
+    seen = sorted({r["topic"] for s in ("sends", "broker")
+                   for r in collected.get(f"facts:topics:{s}", [])})
+    facts = Facts(ranges=ranges, reach=reach,
+                  topics_of={g: tuple(sorted(ts)) for g, ts in topics_of.items()},
+                  group_ids=tuple(group_ids), rows_without_seq=no_seq, skipped_rows=skipped,
+                  topics=tuple(seen))
+    return facts.scoped(topics or [])
+
+
+def compute_facts(frames: dict[str, DataFrame], config: AuditConfig) -> Facts:
+    """The facts of plain frames, in one Spark action."""
+    from ..collect import collect_all
+
+    return facts_from(collect_all(fact_tables(frames)), config)

@@ -1,0 +1,361 @@
+"""Pass 1, by key: the send attempts, the broker rows that form an identity and the ledger
+rows (rule 10 resolved) of every key, in one shuffle by (topic, key) and one sort by
+(identity, partition, offset, side).
+
+Every window of this pass shares that sort (its partitioning is a prefix of it):
+
+* per identity: what the write-side rules and the states need (first send, attempts,
+  acks, copies, the time that judges it: rule 8) and whether this window judges it;
+* per (identity, partition, offset): the broker copy at a ledger row's record (its
+  timestamp, for delivery latency) and the marks of rule 12 (groups that recorded outcome
+  ``skipped`` on that record);
+* per key, in seq order: the key's previous partition (key_partition_split) and its
+  seq range (seq_gap).
+
+The pass ends by emitting routed rows (routes.py): the write side's anomaly rows, the
+ledger rows with their identity's ``judged`` flag (to the consumer side), the (group,
+identity) pairs of the states and the successful processings (to the states and
+dup_effect), the first copy of each identity in a partition (write_reorder), and one row
+per judged identity (judged counts).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .. import sqlexpr as S
+from ..config import AuditConfig
+from ..sqlexpr import BEFORE, UPTO, WHOLE, X
+from ..window import AuditWindow
+from . import routes, write_side
+from .evidence import ANOMALY_TYPE
+from .facts import Facts
+
+BROKER, SEND, LEDGER, MARK = 0, 1, 2, 3
+ID = ["topic", "key_null", "key_v", "seq"]
+KEY = ["topic", "key_null", "key_v"]
+ORDER = ["partition", "offset", "_side"]  # within an identity
+MASK_BITS = 63  # groups per mask column: a topic consumed by more groups gets more masks
+
+AT = "struct<partition:int,offset:bigint>"
+A = routes.Kind(0, "a", ANOMALY_TYPE[len("struct<"):-1])
+L = routes.Kind(1, "l", "group_id:string,member_id:string,topic:string,partition:int,"
+                "offset:bigint,key_null:boolean,key_v:string,seq:bigint,"
+                "started_ts:timestamp,finished_ts:timestamp,outcome:string,"
+                "resolved:boolean,judged:boolean,copy_ts:timestamp")
+P = routes.Kind(2, "p", "group_id:string,topic:string,key_null:boolean,key_v:string,"
+                f"seq:bigint,is_pair:boolean,n_copies:bigint,first_copy:{AT},"
+                f"any_acked:boolean,acked_inside:boolean,acked_below:boolean,acked_at:{AT},"
+                f"below_at:{AT},first_send_ts:timestamp,judged_ts:timestamp,past:boolean,"
+                "partition:int,offset:bigint,member_id:string,started_ts:timestamp,"
+                "finished_ts:timestamp")
+W = routes.Kind(3, "w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
+                "partition:int,offset:bigint,timestamp:timestamp,judged:boolean")
+J = routes.Kind(4, "j", "topic:string")
+KINDS = (A, L, P, W, J)
+
+
+def _ts(value) -> X:
+    return S.lit(value.replace(tzinfo=None).isoformat(sep=" ")).cast("timestamp")
+
+
+def _group_slots(facts: Facts) -> dict[str, list[tuple[str, int]]]:
+    """Per consumed topic, its groups with their index (a pair's bit in the masks)."""
+    return {t: [(g, i) for i, g in enumerate(facts.groups_of(t))]
+            for t in facts.consumed_topics()}
+
+
+def _mask_count(facts: Facts) -> int:
+    widest = max((len(v) for v in _group_slots(facts).values()), default=0)
+    return max(1, -(-widest // MASK_BITS))
+
+
+# -- the rows in ---------------------------------------------------------------------
+
+_COLUMNS = {  # the pass's input columns beyond ID, partition, offset, _side
+    "send_ts": "timestamp", "attempt": "int", "status": "string", "idempotent": "boolean",
+    "inside": "boolean", "below": "boolean", "timestamp": "timestamp",
+    "group_id": "string", "member_id": "string", "started_ts": "timestamp",
+    "finished_ts": "timestamp", "outcome": "string", "_mark": "bigint", "_mask": "int",
+}
+
+
+def _aligned(df: DataFrame, side: int, given: dict[str, X]) -> DataFrame:
+    """One side's rows in the pass's columns (the other sides' columns null)."""
+    out = [given.get(c, S.col(c)).alias(c) for c in (*ID, "partition", "offset")]
+    out.append(S.lit(side).cast("tinyint").alias("_side"))
+    for name, dtype in _COLUMNS.items():
+        out.append(given.get(name, S.lit(None)).cast(dtype).alias(name))
+    return S.select(df, *out)
+
+
+_KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
+
+
+def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
+    ranges = S.map_literal(
+        [(S.struct(t=t, p=p), S.struct(lo=S.lit(lo).cast("bigint"), hi=S.lit(hi).cast("bigint")))
+         for (t, p), (lo, hi) in sorted(facts.ranges.items())],
+        "map<struct<t:string,p:int>,struct<lo:bigint,hi:bigint>>")
+    r = S.fn("element_at", ranges, S.raw("named_struct('t', topic, 'p', partition)"))
+    acked = S.col("status") == "acked"
+    return _aligned(sends, SEND, {
+        **_KEY_PARTS,
+        "send_ts": S.col("send_ts"), "attempt": S.col("attempt"), "status": S.col("status"),
+        "idempotent": S.col("idempotent"),
+        "inside": acked & (S.col("offset") >= S.raw(f"{r.sql}.lo"))
+        & (S.col("offset") < S.raw(f"{r.sql}.hi")),
+        "below": acked & (S.col("offset") < S.raw(f"{r.sql}.lo")),
+    })
+
+
+def _broker_rows(broker: DataFrame) -> DataFrame:
+    return _aligned(broker.filter(F.col("seq").isNotNull()), BROKER,
+                    {**_KEY_PARTS, "timestamp": S.col("timestamp")})
+
+
+_LEDGER = ("group_id", "member_id", "started_ts", "finished_ts", "outcome")
+
+
+def _ledger_given(key_null: X, key_v: X, seq: X) -> dict[str, X]:
+    # an unresolved row (no seq: no broker record at its offset) forms no identity; its own
+    # "key" spreads such rows by offset instead of piling them on one task
+    spread = S.raw("concat('#', CAST(offset AS STRING))")
+    return {"key_null": S.when(seq.isNull(), S.lit(True)).otherwise(key_null),
+            "key_v": S.when(seq.isNull(), spread).otherwise(key_v), "seq": seq,
+            **{c: S.col(c) for c in _LEDGER}}
+
+
+def _mark_bits(facts: Facts) -> tuple[X, X]:
+    """A ``skipped`` row's (mask column, bit) for its (topic, group)."""
+    chunk, bit = S.lit(None).cast("int"), S.lit(None).cast("bigint")
+    pairs = [(t, g, i) for t, slots in _group_slots(facts).items() for g, i in slots]
+    if pairs:
+        cond = [(S.col("topic") == t) & (S.col("group_id") == g) for t, g, _ in pairs]
+        chunk = S.when(cond[0], S.lit(pairs[0][2] // MASK_BITS))
+        bit = S.when(cond[0], S.lit(1 << (pairs[0][2] % MASK_BITS)).cast("bigint"))
+        for c, (_, _, i) in zip(cond[1:], pairs[1:], strict=True):
+            chunk = chunk.when(c, S.lit(i // MASK_BITS))
+            bit = bit.when(c, S.lit(1 << (i % MASK_BITS)).cast("bigint"))
+    return chunk, bit
+
+
+def ledger_rows(ledger: DataFrame, broker: DataFrame, facts: Facts) -> DataFrame:
+    """The ledger rows of the pass (rule 10: a row without seq takes key and seq from the
+    broker record at its offset; unresolved without one) and the marks of rule 12 (a row
+    with outcome ``skipped`` marks the broker record at its offset, whatever key and seq it
+    names itself). Without such rows (``facts`` counted them) the broker is not looked up."""
+    own = ledger if facts.rows_without_seq == 0 and facts.skipped_rows == 0 \
+        else ledger.filter(F.col("seq").isNotNull())
+    rows = _aligned(own, LEDGER, _ledger_given(*_KEY_PARTS.values(), S.col("seq")))
+    if facts.rows_without_seq == 0 and facts.skipped_rows == 0:
+        return rows
+    need = ledger.filter(F.col("seq").isNull() | (F.col("outcome") == "skipped"))
+    record = broker.select("topic", "partition", "offset", F.col("key").alias("b_key"),
+                           F.col("seq").alias("b_seq"))
+    looked = need.join(record, on=["topic", "partition", "offset"], how="left")
+    b_null, b_v = S.col("b_key").isNull(), S.coalesce(S.col("b_key"), S.lit(""))
+    as_ledger = _aligned(looked.filter(F.col("seq").isNull()), LEDGER,
+                         _ledger_given(b_null, b_v, S.col("b_seq")))
+    chunk, bit = _mark_bits(facts)
+    marks = _aligned(
+        looked.filter((F.col("outcome") == "skipped") & F.col("b_seq").isNotNull()), MARK,
+        {"key_null": b_null, "key_v": b_v, "seq": S.col("b_seq"),
+         "group_id": S.col("group_id"), "_mask": chunk, "_mark": bit})
+    return rows.unionByName(as_ledger).unionByName(marks)
+
+
+def pass_input(frames: dict[str, DataFrame], facts: Facts) -> DataFrame:
+    """Every row of the pass, hash partitioned by key (the pass's one exchange)."""
+    ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
+        if facts.group_ids else frames["ledger"].limit(0)
+    union = (_send_rows(frames["sends"], facts)
+             .unionByName(_broker_rows(frames["broker"]))
+             .unionByName(ledger_rows(ledger, frames["broker"], facts)))
+    return union.repartition(*[F.col(c) for c in KEY])
+
+
+# -- the windows ---------------------------------------------------------------------
+
+def _id(expr: str | X, frame: str = WHOLE) -> X:
+    return S.over(expr, ID, ORDER, frame)
+
+
+def _tpo(expr: str | X) -> X:
+    return S.over(expr, [*ID, "partition", "offset"], ["_side"], WHOLE)
+
+
+def _key(expr: str | X, frame: str) -> X:
+    return S.over(expr, KEY, ["seq", *ORDER], frame)
+
+
+def _when(side: int, value: str) -> str:
+    return f"IF(_side = {side}, {value}, NULL)"
+
+
+_AT = "named_struct('partition', partition, 'offset', offset)"
+
+
+def _level1(rows: DataFrame, facts: Facts) -> DataFrame:
+    """Per row: its identity's figures, the record's copy and marks, the key's previous
+    partition."""
+    acked, failed = "status = 'acked'", "status IN ('failed', 'timeout')"
+    figures = {
+        "first_send_ts": f"min({_when(SEND, 'send_ts')})",
+        "n_send_rows": f"count({_when(SEND, '1')})",
+        "max_attempt": f"max({_when(SEND, 'coalesce(attempt, 1)')})",
+        "any_failed": f"max({_when(SEND, failed)})",
+        "any_acked": f"max({_when(SEND, acked)})",
+        "any_idempotent": f"max({_when(SEND, 'coalesce(idempotent, false)')})",
+        "acked_inside": f"max({_when(SEND, 'coalesce(inside, false)')})",
+        "acked_below": f"max({_when(SEND, 'coalesce(below, false)')})",
+        "inside_at": f"min(IF(_side = {SEND} AND inside, {_AT}, NULL))",
+        "below_at": f"min(IF(_side = {SEND} AND below, {_AT}, NULL))",
+        "acked_at": f"min(IF(_side = {SEND} AND {acked}, {_AT}, NULL))",
+        "n_copies": f"count({_when(BROKER, '1')})",
+        "first_broker_ts": f"min({_when(BROKER, 'timestamp')})",
+        "first_copy": f"min({_when(BROKER, _AT)})",
+    }
+    cols = [_id(v).alias(k) for k, v in figures.items()]
+    cols += [_id("row_number()", UPTO).alias("_row"),
+             _tpo(f"max({_when(BROKER, 'timestamp')})").alias("copy_ts"),
+             _tpo(f"max(_side = {BROKER})").alias("copy_here"),
+             S.over(f"min({_when(BROKER, 'offset')})", [*ID, "partition"], ["offset", "_side"],
+                    WHOLE).alias("first_in_partition"),
+             _key(f"last({_when(BROKER, 'partition')}, true)", BEFORE).alias("prev_partition")]
+    cols += [_tpo(f"bit_or(IF(_side = {MARK} AND _mask = {c}, _mark, NULL))")
+             .alias(f"_marks{c}") for c in range(_mask_count(facts))]
+    return S.select(rows, "*", *cols)
+
+
+def _reach_bits(facts: Facts, chunk: int) -> X:
+    """A broker copy's groups (of its topic, in mask ``chunk``) that went past it by their
+    attempts and commits (rule 12), as bits."""
+    reach = S.map_literal(
+        [(S.struct(g=g, t=t, p=p), S.lit(o).cast("bigint"))
+         for (g, t, p), o in sorted(facts.reach.items())],
+        "map<struct<g:string,t:string,p:int>,bigint>")
+    case = None
+    for t, slots in _group_slots(facts).items():
+        terms = [f"IF(coalesce(element_at({reach.sql}, named_struct('g', "
+                 f"{S.lit(g).sql}, 't', topic, 'p', partition)) > offset, false), "
+                 f"{1 << (i % MASK_BITS)}L, 0L)"
+                 for g, i in slots if i // MASK_BITS == chunk]
+        if terms:
+            value = S.raw(" | ".join(terms))
+            cond = S.col("topic") == t
+            case = S.when(cond, value) if case is None else case.when(cond, value)
+    return S.lit(0).cast("bigint") if case is None else case.otherwise(S.lit(0).cast("bigint"))
+
+
+def _level2(rows: DataFrame, window: AuditWindow, facts: Facts) -> DataFrame:
+    judged_ts = S.coalesce(S.col("first_send_ts"), S.col("first_broker_ts"))
+    judged = S.coalesce((judged_ts >= _ts(window.start)) & (judged_ts < _ts(window.end)),
+                        S.lit(False))
+    identity_row = (S.col("_row") == 1) & ((S.col("n_send_rows") + S.col("n_copies")) > 0)
+    move = ((S.col("_side") == BROKER) & S.col("prev_partition").isNotNull()
+            & (S.col("partition") != S.col("prev_partition")))
+    past = [S.when(S.col("_side") == BROKER,
+                   S.raw(f"{_reach_bits(facts, c).sql} | coalesce(_marks{c}, 0L)"))
+            .alias(f"_past{c}") for c in range(_mask_count(facts))]
+    return S.select(rows, "*", judged_ts.alias("judged_ts"), judged.alias("judged"),
+                    identity_row.alias("identity_row"), (move & judged).alias("move"), *past)
+
+
+def _level3(rows: DataFrame, facts: Facts) -> DataFrame:
+    judged_seq = "IF(identity_row AND judged, seq, NULL)"
+    cols = [_key(f"min({judged_seq})", WHOLE).alias("lo"),
+            _key(f"max({judged_seq})", WHOLE).alias("hi"),
+            _key("last(IF(identity_row, seq, NULL), true)", BEFORE).alias("prev_seq"),
+            _key("count(IF(move, 1, NULL))", BEFORE).alias("moves_before")]
+    cols += [_id(f"bit_and({_when(BROKER, f'_past{c}')})").alias(f"past_all{c}")
+             for c in range(_mask_count(facts))]
+    return S.select(rows, "*", *cols)
+
+
+# -- the rows out --------------------------------------------------------------------
+
+def _pairs(facts: Facts) -> X:
+    """A judged identity's (group, identity) pairs: one per group consuming its topic
+    (rule 9), with whether the group went past every copy; with no such group one row
+    without a group (it still counts as judged)."""
+    base = dict(topic=S.col("topic"), key_null=S.col("key_null"), key_v=S.col("key_v"),
+                seq=S.col("seq"), is_pair=S.lit(True), n_copies=S.col("n_copies"),
+                first_copy=S.col("first_copy"), any_acked=S.col("any_acked"),
+                acked_inside=S.col("acked_inside"), acked_below=S.col("acked_below"),
+                acked_at=S.col("acked_at"), below_at=S.col("below_at"),
+                first_send_ts=S.col("first_send_ts"), judged_ts=S.col("judged_ts"))
+
+    def pair(group: str | None, past: X) -> X:
+        g = S.lit(group).cast("string")
+        payload = S.struct(group_id=g, **base, past=past, partition=S.lit(None),
+                           offset=S.lit(None), member_id=S.lit(None), started_ts=S.lit(None),
+                           finished_ts=S.lit(None))
+        return routes.emit(KINDS, P, g, S.col("topic"), routes.route_hash("key_v", "seq"),
+                           payload)
+
+    case = None
+    for t, slots in _group_slots(facts).items():
+        value = S.fn("array", *[pair(g, S.raw(
+            f"coalesce(shiftright(past_all{i // MASK_BITS}, {i % MASK_BITS}) & 1 = 1, false)"))
+            for g, i in slots])
+        case = S.when(S.col("topic") == t, value) if case is None \
+            else case.when(S.col("topic") == t, value)
+    lone = S.fn("array", pair(None, S.lit(False)))
+    all_pairs = lone if case is None else case.otherwise(lone)
+    return S.when(S.col("identity_row") & S.col("judged"), all_pairs).otherwise(
+        S.raw(f"CAST(array() AS array<{_row_type()}>)"))
+
+
+def _row_type() -> str:
+    fields = ["_kind:tinyint", "_r1:string", "_r2:string", "_r3:int"]
+    fields += [f"{k.name}:{k.type}" for k in KINDS]
+    return "struct<" + ",".join(fields) + ">"
+
+
+def _emitted(config: AuditConfig, facts: Facts) -> tuple[list[X], list[X]]:
+    """The routed rows each row of the pass emits."""
+    emit = routes.emit_when
+    side = S.col("_side")
+    ledger = side == LEDGER
+    led = S.struct(**{c: S.col(c) for c in ("group_id", "member_id", "topic", "partition",
+                                             "offset", "key_null", "key_v", "seq",
+                                             "started_ts", "finished_ts", "outcome")},
+                   resolved=S.col("seq").isNotNull(), judged=S.col("judged"),
+                   copy_ts=S.when(S.col("copy_here"), S.col("copy_ts")))
+    success = S.struct(
+        group_id=S.col("group_id"), topic=S.col("topic"), key_null=S.col("key_null"),
+        key_v=S.col("key_v"), seq=S.col("seq"), is_pair=S.lit(False),
+        n_copies=S.lit(None), first_copy=S.lit(None), any_acked=S.lit(None),
+        acked_inside=S.lit(None), acked_below=S.lit(None), acked_at=S.lit(None),
+        below_at=S.lit(None), first_send_ts=S.lit(None), judged_ts=S.lit(None),
+        past=S.lit(None), partition=S.col("partition"), offset=S.col("offset"),
+        member_id=S.col("member_id"), started_ts=S.col("started_ts"),
+        finished_ts=S.col("finished_ts"))
+    first_copy = S.struct(topic=S.col("topic"), key_null=S.col("key_null"),
+                          key_v=S.col("key_v"), seq=S.col("seq"),
+                          partition=S.col("partition"), offset=S.col("offset"),
+                          timestamp=S.col("timestamp"), judged=S.col("judged"))
+    anywhere = routes.route_hash("key_v", "seq")
+    rows = [
+        emit(KINDS, ledger, L, S.col("group_id"), S.col("topic"), S.col("partition"), led),
+        emit(KINDS, ledger & S.col("judged") & (S.col("outcome") == "success"), P,
+             S.col("group_id"), S.col("topic"), anywhere, success),
+        emit(KINDS, (side == BROKER) & (S.col("offset") == S.col("first_in_partition")), W,
+             S.lit(None), S.col("topic"), S.col("partition"), first_copy),
+        emit(KINDS, S.col("identity_row") & S.col("judged"), J, S.lit(None), S.col("topic"),
+             S.lit(0), S.struct(topic=S.col("topic"))),
+    ]
+    for condition, anomaly in write_side.anomalies(config):
+        rows.append(emit(KINDS, condition, A, S.lit(None), S.col("topic"), anywhere, anomaly))
+    return rows, [_pairs(facts)]
+
+
+def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditConfig,
+               facts: Facts) -> DataFrame:
+    """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2."""
+    rows = pass_input(frames, facts)
+    rows = _level3(_level2(_level1(rows, facts), window, facts), facts)
+    out, more = _emitted(config, facts)
+    return routes.exchange(routes.routed(rows, out, more))

@@ -1,0 +1,82 @@
+"""How rows travel between detection's passes: one row format, one exchange per pass.
+
+A pass ends by turning each of its rows into zero or more *routed rows* (:func:`emit`): a
+kind, three routing columns ``_r1`` (string), ``_r2`` (string), ``_r3`` (int) and the
+kind's payload, a struct column named after the kind (the other kinds' payloads null).
+The routed rows are hash partitioned once by the routing columns (:func:`exchange`), and
+every rule family of the next pass reads its kind from that one shuffle (:func:`of_kind`).
+
+Why: Spark computes a subtree shared by several branches of a plan once per branch, but it
+reuses an identical exchange. Branching right after an exchange costs a shuffle read per
+branch; branching anywhere else would compute the pass again for every rule family. A
+rule family's windows partition by its routing columns plus more (e.g. the consumer side
+routes by (group, topic, partition) and windows by (group, topic, partition, offset)), so
+no branch needs another exchange.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .. import sqlexpr as S
+from ..sqlexpr import X
+
+
+@dataclass(frozen=True)
+class Kind:
+    code: int
+    name: str  # the payload column
+    fields: str  # the payload's struct fields, as DDL
+
+    @property
+    def type(self) -> str:
+        return f"struct<{self.fields}>"
+
+
+def emit(kinds: tuple[Kind, ...], kind: Kind, r1: X, r2: X, r3: X, payload: X) -> X:
+    """One routed row of ``kind`` (a struct of the pass's row format)."""
+    parts: list[X] = [S.lit("_kind"), S.lit(kind.code).cast("tinyint"),
+                      S.lit("_r1"), r1.cast("string"), S.lit("_r2"), r2.cast("string"),
+                      S.lit("_r3"), r3.cast("int")]
+    for k in kinds:
+        value = payload if k is kind else S.lit(None)
+        parts += [S.lit(k.name), value.cast(k.type)]
+    return S.fn("named_struct", *parts)
+
+
+def emit_when(kinds: tuple[Kind, ...], condition: X, kind: Kind, r1: X, r2: X, r3: X,
+              payload: X) -> X:
+    """A routed row when ``condition`` holds, else null (dropped by :func:`routed`)."""
+    return S.when(condition, emit(kinds, kind, r1, r2, r3, payload))
+
+
+def routed(df: DataFrame, rows: list[X], more: list[X] | None = None) -> DataFrame:
+    """Every row of ``df`` as the routed rows it emits: ``rows`` (null ones dropped) and
+    ``more`` (arrays of routed rows), one Generate over the pass's output."""
+    arrays = [S.fn("array", *rows)] if rows else []
+    arrays += more or []
+    all_rows = arrays[0] if len(arrays) == 1 else S.fn("concat", *arrays)
+    return S.select(df, S.fn("inline", S.fn("array_compact", all_rows)))
+
+
+def exchange(df: DataFrame) -> DataFrame:
+    """The pass's one shuffle: routed rows hash partitioned by their routing columns."""
+    return df.repartition(F.col("_r1"), F.col("_r2"), F.col("_r3"))
+
+
+def of_kind(exchanged: DataFrame, kind: Kind) -> DataFrame:
+    """The rows of one kind after the exchange: the routing columns and the payload's
+    fields. The filter depends on the partition id, so Spark never pushes it below the
+    exchange (a pushed filter would give each branch an exchange, and a pass, of its own)."""
+    return (exchanged
+            .filter(S.raw(f"CASE WHEN spark_partition_id() >= 0 THEN _kind = {kind.code} END")
+                    .sql)
+            .selectExpr("_r1", "_r2", "_r3", f"{kind.name}.*"))
+
+
+def route_hash(*cols: str) -> X:
+    """A routing value spreading rows by these columns (a non-negative int)."""
+    return S.raw(f"pmod(hash({', '.join(cols)}), 2147483647)")
