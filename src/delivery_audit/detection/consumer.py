@@ -21,7 +21,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
-from ..sqlexpr import AFTER, BEFORE, UPTO, WHOLE, X
+from ..sqlexpr import BEFORE, UPTO, WHOLE, X
 from ..window import AuditWindow
 from . import ordering, redelivery, retries, routes
 from .evidence import ANOMALY_TYPE
@@ -31,17 +31,17 @@ RECORD = [*PART, "offset"]
 # a deterministic order of a record's attempts: start, finish, then member and outcome
 ATTEMPTS = ["started_ts", "finished_ts", "member_id", "outcome"]
 
-A = routes.Kind(0, "a", ANOMALY_TYPE[len("struct<"):-1])
+A = routes.Kind("a", ANOMALY_TYPE[len("struct<"):-1])
 ATTEMPT = ("group_id:string,topic:string,partition:int,offset:bigint,member_id:string,"
            "started_ts:timestamp,finished_ts:timestamp,outcome:string,key_null:boolean,"
            "key_v:string,seq:bigint,resolved:boolean,judged:boolean")
-C = routes.Kind(1, "c", ATTEMPT)
-R = routes.Kind(2, "r", f"anomaly:{ANOMALY_TYPE},group_id:string,topic:string,partition:int,"
+C = routes.Kind("c", ATTEMPT)
+R = routes.Kind("r", f"anomaly:{ANOMALY_TYPE},group_id:string,topic:string,partition:int,"
                 "prev_started_ts:timestamp,started_ts:timestamp")
-ST = routes.Kind(3, "st", "group_id:string,topic:string,state:string")
-H = routes.Kind(4, "h", "group_id:string,prev:string,member_id:string,t:bigint,prev_f:bigint,"
+ST = routes.Kind("st", "group_id:string,topic:string,state:string")
+H = routes.Kind("h", "group_id:string,prev:string,member_id:string,t:bigint,prev_f:bigint,"
                 "tp:string")
-X_ = routes.Kind(5, "x", "group_id:string,dur_ms:bigint,e2e_ms:double")
+X_ = routes.Kind("x", "group_id:string,dur_ms:bigint,e2e_ms:double")
 KINDS = (A, C, R, ST, H, X_)
 
 
@@ -78,7 +78,9 @@ def _by_partition(rows: DataFrame) -> DataFrame:
     end = "coalesce(finished_ts, started_ts)"
     cols = [
         S.over(f"max({end})", PART, order, BEFORE).alias("before_end"),
-        S.over("min(started_ts)", PART, order, AFTER).alias("after_start"),
+        # the next attempt's start is the lowest start after this one (rows in start
+        # order; an unbounded-following frame would be evaluated again for every row)
+        S.over("lead(started_ts)", PART, order).alias("after_start"),
         # attempts starting at the same instant (the same sort: an order within the peers)
         S.over("count(1)", [*PART, "started_ts"], order[1:], WHOLE).alias("peers"),
         S.over(f"max({end})", [*PART, "started_ts"], order[1:], WHOLE).alias("peers_end"),

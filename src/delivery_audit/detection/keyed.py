@@ -39,20 +39,20 @@ ORDER = ["partition", "offset", "_side"]  # within an identity
 MASK_BITS = 63  # groups per mask column: a topic consumed by more groups gets more masks
 
 AT = "struct<partition:int,offset:bigint>"
-A = routes.Kind(0, "a", ANOMALY_TYPE[len("struct<"):-1])
-L = routes.Kind(1, "l", "group_id:string,member_id:string,topic:string,partition:int,"
+A = routes.Kind("a", ANOMALY_TYPE[len("struct<"):-1])
+L = routes.Kind("l", "group_id:string,member_id:string,topic:string,partition:int,"
                 "offset:bigint,key_null:boolean,key_v:string,seq:bigint,"
                 "started_ts:timestamp,finished_ts:timestamp,outcome:string,"
                 "resolved:boolean,judged:boolean,copy_ts:timestamp")
-P = routes.Kind(2, "p", "group_id:string,topic:string,key_null:boolean,key_v:string,"
+P = routes.Kind("p", "group_id:string,topic:string,key_null:boolean,key_v:string,"
                 f"seq:bigint,is_pair:boolean,n_copies:bigint,first_copy:{AT},"
                 f"any_acked:boolean,acked_inside:boolean,acked_below:boolean,acked_at:{AT},"
                 f"below_at:{AT},first_send_ts:timestamp,judged_ts:timestamp,past:boolean,"
                 "partition:int,offset:bigint,member_id:string,started_ts:timestamp,"
                 "finished_ts:timestamp")
-W = routes.Kind(3, "w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
+W = routes.Kind("w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint,timestamp:timestamp,judged:boolean")
-J = routes.Kind(4, "j", "topic:string")
+J = routes.Kind("j", "topic:string")
 KINDS = (A, L, P, W, J)
 
 
@@ -309,7 +309,7 @@ def _pairs(facts: Facts) -> X:
 
 
 def _row_type() -> str:
-    fields = ["_kind:tinyint", "_r1:string", "_r2:string", "_r3:int"]
+    fields = ["_r1:string", "_r2:string", "_r3:int"]
     fields += [f"{k.name}:{k.type}" for k in KINDS]
     return "struct<" + ",".join(fields) + ">"
 

@@ -1,23 +1,24 @@
 """How rows travel between detection's passes: one row format, one exchange per pass.
 
-A pass ends by turning each of its rows into zero or more *routed rows* (:func:`emit`): a
-kind, three routing columns ``_r1`` (string), ``_r2`` (string), ``_r3`` (int) and the
-kind's payload, a struct column named after the kind (the other kinds' payloads null).
-The routed rows are hash partitioned once by the routing columns (:func:`exchange`), and
-every rule family of the next pass reads its kind from that one shuffle (:func:`of_kind`).
+A pass ends by turning each of its rows into zero or more *routed rows* (:func:`emit`):
+three routing columns ``_r1`` (string), ``_r2`` (string), ``_r3`` (int) and its kind's
+payload, a struct column named after the kind (the other kinds' payloads null). The
+routed rows are hash partitioned once by the routing columns (:func:`exchange`), and
+every rule family of the next pass reads its kind from them (:func:`of_kind`).
 
-Why: Spark computes a subtree shared by several branches of a plan once per branch, but it
-reuses an identical exchange. Branching right after an exchange costs a shuffle read per
-branch; branching anywhere else would compute the pass again for every rule family. A
-rule family's windows partition by its routing columns plus more (e.g. the consumer side
-routes by (group, topic, partition) and windows by (group, topic, partition, offset)), so
-no branch needs another exchange.
+Why: a subtree shared by several branches of a plan is planned, optimised and computed
+once per branch. The exchanged rows are therefore a lazy local checkpoint (on local
+disk, computed once, inside the job that first reads them): each branch starts from that
+leaf, which keeps its hash partitioning, so a rule family whose windows partition by its
+routing columns plus more (the consumer side routes by (group, topic, partition) and
+windows by (group, topic, partition, offset)) needs no exchange of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -27,7 +28,6 @@ from ..sqlexpr import X
 
 @dataclass(frozen=True)
 class Kind:
-    code: int
     name: str  # the payload column
     fields: str  # the payload's struct fields, as DDL
 
@@ -38,8 +38,7 @@ class Kind:
 
 def emit(kinds: tuple[Kind, ...], kind: Kind, r1: X, r2: X, r3: X, payload: X) -> X:
     """One routed row of ``kind`` (a struct of the pass's row format)."""
-    parts: list[X] = [S.lit("_kind"), S.lit(kind.code).cast("tinyint"),
-                      S.lit("_r1"), r1.cast("string"), S.lit("_r2"), r2.cast("string"),
+    parts: list[X] = [S.lit("_r1"), r1.cast("string"), S.lit("_r2"), r2.cast("string"),
                       S.lit("_r3"), r3.cast("int")]
     for k in kinds:
         value = payload if k is kind else S.lit(None)
@@ -63,17 +62,16 @@ def routed(df: DataFrame, rows: list[X], more: list[X] | None = None) -> DataFra
 
 
 def exchange(df: DataFrame) -> DataFrame:
-    """The pass's one shuffle: routed rows hash partitioned by their routing columns."""
-    return df.repartition(F.col("_r1"), F.col("_r2"), F.col("_r3"))
+    """The pass's one shuffle: routed rows hash partitioned by their routing columns, as a
+    leaf every branch of the next pass shares (a lazy local checkpoint on disk)."""
+    return (df.repartition(F.col("_r1"), F.col("_r2"), F.col("_r3"))
+            .localCheckpoint(eager=False, storageLevel=StorageLevel.DISK_ONLY))
 
 
 def of_kind(exchanged: DataFrame, kind: Kind) -> DataFrame:
-    """The rows of one kind after the exchange: the routing columns and the payload's
-    fields. The filter depends on the partition id, so Spark never pushes it below the
-    exchange (a pushed filter would give each branch an exchange, and a pass, of its own)."""
-    return (exchanged
-            .filter(S.raw(f"CASE WHEN spark_partition_id() >= 0 THEN _kind = {kind.code} END")
-                    .sql)
+    """The rows of one kind after the exchange: the routing columns and its payload's
+    fields."""
+    return (exchanged.filter(F.col(kind.name).isNotNull())
             .selectExpr("_r1", "_r2", "_r3", f"{kind.name}.*"))
 
 
