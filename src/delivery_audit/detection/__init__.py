@@ -31,7 +31,17 @@ from ..anomalies import ANOMALY_NAMES
 from ..config import AuditConfig
 from ..schemas import ANOMALY_SCHEMA
 from ..window import AuditWindow
-from . import concurrency, consumer, delivery_states, keyed, ordering, outputs, redelivery, routes
+from . import (
+    concurrency,
+    consumer,
+    delivery_states,
+    keyed,
+    ordering,
+    outputs,
+    redelivery,
+    routes,
+    write_side,
+)
 from .facts import Facts, compute_facts
 
 __all__ = ["Detection", "Facts", "detect"]
@@ -87,6 +97,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         .unionByName(delivery_states.states_pass(pairs)))
     anomalies = [
         routes.of_kind(pass2, keyed.A).drop("_r1", "_r2", "_r3"),
+        write_side.first_move(routes.of_kind(pass2, keyed.K)),
         ordering.write_reorder(routes.of_kind(pass2, keyed.W)),
         routes.of_kind(pass3, consumer.A).drop("_r1", "_r2", "_r3"),
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),

@@ -1,22 +1,26 @@
 """Pass 1, by key: the send attempts, the broker rows that form an identity and the ledger
-rows (rule 10 resolved) of every key, in one shuffle by (topic, key) and one sort by
-(identity, partition, offset, side).
+rows (rule 10 resolved) of every key, hash partitioned by (topic, key) and sorted by
+(identity, partition, offset), as two leaves: sends and broker rows, ledger rows and the
+marks of rule 12. Everything in the pass streams over that order, with no other shuffle
+or sort:
 
-Every window of this pass shares that sort (its partitioning is a prefix of it):
-
-* per identity: what the write-side rules and the states need (first send, attempts,
-  acks, copies, the time that judges it: rule 8) and whether this window judges it;
-* per (identity, partition, offset): the broker copy at a ledger row's record (its
-  timestamp, for delivery latency) and the marks of rule 12 (groups that recorded outcome
-  ``skipped`` on that record);
-* per key, in seq order: the key's previous partition (key_partition_split) and its
-  seq range (seq_gap).
+* **identities** — one sort-based aggregation of the send and broker rows: what the
+  write-side rules and the states need (first send, attempts, acks, copies, the time
+  that judges it: rule 8), whether this window judges it, and per group consuming its
+  topic whether the group went past every copy (rule 12: its attempts and commits, from
+  the facts, or a ``skipped`` mark on the copy's record);
+* **copies** — each broker row with the previous copy of its key (key_partition_split,
+  the first copy in a partition for write_reorder, the first copy for dup_write) and its
+  identity (a merge join);
+* **ledger rows** — each with the broker copy at its record (its timestamp, for delivery
+  latency) and its identity's ``judged`` flag (merge joins);
+* per key, the identities in seq order: seq_gap's range and each identity's predecessor.
 
 The pass ends by emitting routed rows (routes.py): the write side's anomaly rows, the
-ledger rows with their identity's ``judged`` flag (to the consumer side), the (group,
-identity) pairs of the states and the successful processings (to the states and
-dup_effect), the first copy of each identity in a partition (write_reorder), and one row
-per judged identity (judged counts).
+ledger rows (to the consumer side), the (group, identity) pairs of the states and the
+successful processings (to the states and dup_effect), the first copy of each identity
+in a partition (write_reorder), the key moves (key_partition_split: the first per key)
+and one row per judged identity (judged counts).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
 from ..config import AuditConfig
-from ..sqlexpr import BEFORE, UPTO, WHOLE, X
+from ..sqlexpr import WHOLE, X
 from ..window import AuditWindow
 from . import routes, write_side
 from .evidence import ANOMALY_TYPE
@@ -35,7 +39,8 @@ from .facts import Facts
 BROKER, SEND, LEDGER, MARK = 0, 1, 2, 3
 ID = ["topic", "key_null", "key_v", "seq"]
 KEY = ["topic", "key_null", "key_v"]
-ORDER = ["partition", "offset", "_side"]  # within an identity
+ORDER = [*ID, "partition", "offset", "_side"]  # the pass's sort
+TPO = [*ID, "partition", "offset"]  # a record of an identity
 MASK_BITS = 63  # groups per mask column: a topic consumed by more groups gets more masks
 
 AT = "struct<partition:int,offset:bigint>"
@@ -52,8 +57,10 @@ P = routes.Kind("p", "group_id:string,topic:string,key_null:boolean,key_v:string
                 "finished_ts:timestamp")
 W = routes.Kind("w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint,timestamp:timestamp,judged:boolean")
+K = routes.Kind("k", f"anomaly:{ANOMALY_TYPE},key_null:boolean,key_v:string,seq:bigint,"
+                "partition:int,offset:bigint")
 J = routes.Kind("j", "topic:string")
-KINDS = (A, L, P, W, J)
+KINDS = (A, L, P, W, K, J)
 
 
 def _ts(value) -> X:
@@ -73,24 +80,20 @@ def _mask_count(facts: Facts) -> int:
 
 # -- the rows in ---------------------------------------------------------------------
 
-_COLUMNS = {  # the pass's input columns beyond ID, partition, offset, _side
-    "send_ts": "timestamp", "attempt": "int", "status": "string", "idempotent": "boolean",
-    "inside": "boolean", "below": "boolean", "timestamp": "timestamp",
-    "group_id": "string", "member_id": "string", "started_ts": "timestamp",
-    "finished_ts": "timestamp", "outcome": "string", "_mark": "bigint", "_mask": "int",
-}
+_KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
+_SB = {"send_ts": "timestamp", "attempt": "int", "status": "string", "idempotent": "boolean",
+       "inside": "boolean", "below": "boolean", "timestamp": "timestamp"}
+_LM = {"group_id": "string", "member_id": "string", "started_ts": "timestamp",
+       "finished_ts": "timestamp", "outcome": "string", "_mask": "int", "_mark": "bigint"}
 
 
-def _aligned(df: DataFrame, side: int, given: dict[str, X]) -> DataFrame:
-    """One side's rows in the pass's columns (the other sides' columns null)."""
+def _aligned(df: DataFrame, side: int, columns: dict[str, str], given: dict[str, X]) -> DataFrame:
+    """One side's rows in a leaf's columns (the other sides' columns null)."""
     out = [given.get(c, S.col(c)).alias(c) for c in (*ID, "partition", "offset")]
     out.append(S.lit(side).cast("tinyint").alias("_side"))
-    for name, dtype in _COLUMNS.items():
+    for name, dtype in columns.items():
         out.append(given.get(name, S.lit(None)).cast(dtype).alias(name))
     return S.select(df, *out)
-
-
-_KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
 
 
 def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
@@ -100,7 +103,7 @@ def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
         "map<struct<t:string,p:int>,struct<lo:bigint,hi:bigint>>")
     r = S.fn("element_at", ranges, S.raw("named_struct('t', topic, 'p', partition)"))
     acked = S.col("status") == "acked"
-    return _aligned(sends, SEND, {
+    return _aligned(sends, SEND, _SB, {
         **_KEY_PARTS,
         "send_ts": S.col("send_ts"), "attempt": S.col("attempt"), "status": S.col("status"),
         "idempotent": S.col("idempotent"),
@@ -111,7 +114,7 @@ def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
 
 
 def _broker_rows(broker: DataFrame) -> DataFrame:
-    return _aligned(broker.filter(F.col("seq").isNotNull()), BROKER,
+    return _aligned(broker.filter(F.col("seq").isNotNull()), BROKER, _SB,
                     {**_KEY_PARTS, "timestamp": S.col("timestamp")})
 
 
@@ -146,87 +149,40 @@ def ledger_rows(ledger: DataFrame, broker: DataFrame, facts: Facts) -> DataFrame
     broker record at its offset; unresolved without one) and the marks of rule 12 (a row
     with outcome ``skipped`` marks the broker record at its offset, whatever key and seq it
     names itself). Without such rows (``facts`` counted them) the broker is not looked up."""
-    own = ledger if facts.rows_without_seq == 0 and facts.skipped_rows == 0 \
-        else ledger.filter(F.col("seq").isNotNull())
-    rows = _aligned(own, LEDGER, _ledger_given(*_KEY_PARTS.values(), S.col("seq")))
-    if facts.rows_without_seq == 0 and facts.skipped_rows == 0:
+    plain = facts.rows_without_seq == 0 and facts.skipped_rows == 0
+    own = ledger if plain else ledger.filter(F.col("seq").isNotNull())
+    rows = _aligned(own, LEDGER, _LM, _ledger_given(*_KEY_PARTS.values(), S.col("seq")))
+    if plain:
         return rows
     need = ledger.filter(F.col("seq").isNull() | (F.col("outcome") == "skipped"))
     record = broker.select("topic", "partition", "offset", F.col("key").alias("b_key"),
                            F.col("seq").alias("b_seq"))
-    looked = need.join(record, on=["topic", "partition", "offset"], how="left")
+    looked = need.join(record.hint("merge"), on=["topic", "partition", "offset"], how="left")
     b_null, b_v = S.col("b_key").isNull(), S.coalesce(S.col("b_key"), S.lit(""))
-    as_ledger = _aligned(looked.filter(F.col("seq").isNull()), LEDGER,
+    as_ledger = _aligned(looked.filter(F.col("seq").isNull()), LEDGER, _LM,
                          _ledger_given(b_null, b_v, S.col("b_seq")))
     chunk, bit = _mark_bits(facts)
     marks = _aligned(
-        looked.filter((F.col("outcome") == "skipped") & F.col("b_seq").isNotNull()), MARK,
+        looked.filter((F.col("outcome") == "skipped") & F.col("b_seq").isNotNull()), MARK, _LM,
         {"key_null": b_null, "key_v": b_v, "seq": S.col("b_seq"),
          "group_id": S.col("group_id"), "_mask": chunk, "_mark": bit})
     return rows.unionByName(as_ledger).unionByName(marks)
 
 
-def pass_input(frames: dict[str, DataFrame], facts: Facts) -> DataFrame:
-    """Every row of the pass, hash partitioned by key (the pass's one exchange)."""
-    ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
-        if facts.group_ids else frames["ledger"].limit(0)
-    union = (_send_rows(frames["sends"], facts)
-             .unionByName(_broker_rows(frames["broker"]))
-             .unionByName(ledger_rows(ledger, frames["broker"], facts)))
-    return union.repartition(*[F.col(c) for c in KEY])
+def _leaf(df: DataFrame) -> DataFrame:
+    """Rows hash partitioned by key and sorted by (identity, partition, offset, side): a
+    leaf whose order every step of the pass streams over."""
+    return routes.checkpoint(df.repartition(*[F.col(c) for c in KEY])
+                             .sortWithinPartitions(*ORDER))
 
 
-# -- the windows ---------------------------------------------------------------------
-
-def _id(expr: str | X, frame: str = WHOLE) -> X:
-    return S.over(expr, ID, ORDER, frame)
-
-
-def _tpo(expr: str | X) -> X:
-    return S.over(expr, [*ID, "partition", "offset"], ["_side"], WHOLE)
-
-
-def _key(expr: str | X, frame: str) -> X:
-    return S.over(expr, KEY, ["seq", *ORDER], frame)
-
-
-def _when(side: int, value: str) -> str:
-    return f"IF(_side = {side}, {value}, NULL)"
-
+# -- identities ----------------------------------------------------------------------
 
 _AT = "named_struct('partition', partition, 'offset', offset)"
 
 
-def _level1(rows: DataFrame, facts: Facts) -> DataFrame:
-    """Per row: its identity's figures, the record's copy and marks, the key's previous
-    partition."""
-    acked, failed = "status = 'acked'", "status IN ('failed', 'timeout')"
-    figures = {
-        "first_send_ts": f"min({_when(SEND, 'send_ts')})",
-        "n_send_rows": f"count({_when(SEND, '1')})",
-        "max_attempt": f"max({_when(SEND, 'coalesce(attempt, 1)')})",
-        "any_failed": f"max({_when(SEND, failed)})",
-        "any_acked": f"max({_when(SEND, acked)})",
-        "any_idempotent": f"max({_when(SEND, 'coalesce(idempotent, false)')})",
-        "acked_inside": f"max({_when(SEND, 'coalesce(inside, false)')})",
-        "acked_below": f"max({_when(SEND, 'coalesce(below, false)')})",
-        "inside_at": f"min(IF(_side = {SEND} AND inside, {_AT}, NULL))",
-        "below_at": f"min(IF(_side = {SEND} AND below, {_AT}, NULL))",
-        "acked_at": f"min(IF(_side = {SEND} AND {acked}, {_AT}, NULL))",
-        "n_copies": f"count({_when(BROKER, '1')})",
-        "first_broker_ts": f"min({_when(BROKER, 'timestamp')})",
-        "first_copy": f"min({_when(BROKER, _AT)})",
-    }
-    cols = [_id(v).alias(k) for k, v in figures.items()]
-    cols += [_id("row_number()", UPTO).alias("_row"),
-             _tpo(f"max({_when(BROKER, 'timestamp')})").alias("copy_ts"),
-             _tpo(f"max(_side = {BROKER})").alias("copy_here"),
-             S.over(f"min({_when(BROKER, 'offset')})", [*ID, "partition"], ["offset", "_side"],
-                    WHOLE).alias("first_in_partition"),
-             _key(f"last({_when(BROKER, 'partition')}, true)", BEFORE).alias("prev_partition")]
-    cols += [_tpo(f"bit_or(IF(_side = {MARK} AND _mask = {c}, _mark, NULL))")
-             .alias(f"_marks{c}") for c in range(_mask_count(facts))]
-    return S.select(rows, "*", *cols)
+def _when(side: int, value: str) -> str:
+    return f"IF(_side = {side}, {value}, NULL)"
 
 
 def _reach_bits(facts: Facts, chunk: int) -> X:
@@ -249,29 +205,40 @@ def _reach_bits(facts: Facts, chunk: int) -> X:
     return S.lit(0).cast("bigint") if case is None else case.otherwise(S.lit(0).cast("bigint"))
 
 
-def _level2(rows: DataFrame, window: AuditWindow, facts: Facts) -> DataFrame:
+def identities(sb: DataFrame, lm: DataFrame, window: AuditWindow, facts: Facts) -> DataFrame:
+    """One row per identity seen in sends or broker: its figures, whether this window judges
+    it, and per mask the groups that went past every copy (a leaf: three steps read it)."""
+    chunks = range(_mask_count(facts))
+    marks = (lm.filter(F.col("_side") == MARK)
+             .groupBy(*TPO).agg(*[F.expr(f"bit_or(IF(_mask = {c}, _mark, NULL))").alias(f"_m{c}")
+                                 for c in chunks]))
+    copies = sb.hint("merge").join(marks.hint("merge"), on=TPO, how="left")
+    acked, failed = "status = 'acked'", "status IN ('failed', 'timeout')"
+    figures = {
+        "first_send_ts": f"min({_when(SEND, 'send_ts')})",
+        "n_send_rows": f"count({_when(SEND, '1')})",
+        "max_attempt": f"max({_when(SEND, 'coalesce(attempt, 1)')})",
+        "any_failed": f"max({_when(SEND, failed)})",
+        "any_acked": f"coalesce(max({_when(SEND, acked)}), false)",
+        "any_idempotent": f"max({_when(SEND, 'coalesce(idempotent, false)')})",
+        "acked_inside": f"coalesce(max({_when(SEND, 'coalesce(inside, false)')}), false)",
+        "acked_below": f"coalesce(max({_when(SEND, 'coalesce(below, false)')}), false)",
+        "inside_at": f"min(IF(_side = {SEND} AND inside, {_AT}, NULL))",
+        "below_at": f"min(IF(_side = {SEND} AND below, {_AT}, NULL))",
+        "acked_at": f"min(IF(_side = {SEND} AND {acked}, {_AT}, NULL))",
+        "n_copies": f"count({_when(BROKER, '1')})",
+        "first_broker_ts": f"min({_when(BROKER, 'timestamp')})",
+        "first_copy": f"min({_when(BROKER, _AT)})",
+    }
+    for c in chunks:
+        past = f"{_reach_bits(facts, c).sql} | coalesce(_m{c}, 0L)"
+        figures[f"past_all{c}"] = f"bit_and({_when(BROKER, past)})"
+    grouped = copies.groupBy(*ID).agg(*[F.expr(v).alias(k) for k, v in figures.items()])
     judged_ts = S.coalesce(S.col("first_send_ts"), S.col("first_broker_ts"))
     judged = S.coalesce((judged_ts >= _ts(window.start)) & (judged_ts < _ts(window.end)),
                         S.lit(False))
-    identity_row = (S.col("_row") == 1) & ((S.col("n_send_rows") + S.col("n_copies")) > 0)
-    move = ((S.col("_side") == BROKER) & S.col("prev_partition").isNotNull()
-            & (S.col("partition") != S.col("prev_partition")))
-    past = [S.when(S.col("_side") == BROKER,
-                   S.raw(f"{_reach_bits(facts, c).sql} | coalesce(_marks{c}, 0L)"))
-            .alias(f"_past{c}") for c in range(_mask_count(facts))]
-    return S.select(rows, "*", judged_ts.alias("judged_ts"), judged.alias("judged"),
-                    identity_row.alias("identity_row"), (move & judged).alias("move"), *past)
-
-
-def _level3(rows: DataFrame, facts: Facts) -> DataFrame:
-    judged_seq = "IF(identity_row AND judged, seq, NULL)"
-    cols = [_key(f"min({judged_seq})", WHOLE).alias("lo"),
-            _key(f"max({judged_seq})", WHOLE).alias("hi"),
-            _key("last(IF(identity_row, seq, NULL), true)", BEFORE).alias("prev_seq"),
-            _key("count(IF(move, 1, NULL))", BEFORE).alias("moves_before")]
-    cols += [_id(f"bit_and({_when(BROKER, f'_past{c}')})").alias(f"past_all{c}")
-             for c in range(_mask_count(facts))]
-    return S.select(rows, "*", *cols)
+    return routes.checkpoint(S.select(grouped, "*", judged_ts.alias("judged_ts"),
+                                      judged.alias("judged")))
 
 
 # -- the rows out --------------------------------------------------------------------
@@ -304,7 +271,7 @@ def _pairs(facts: Facts) -> X:
             else case.when(S.col("topic") == t, value)
     lone = S.fn("array", pair(None, S.lit(False)))
     all_pairs = lone if case is None else case.otherwise(lone)
-    return S.when(S.col("identity_row") & S.col("judged"), all_pairs).otherwise(
+    return S.when(S.col("judged"), all_pairs).otherwise(
         S.raw(f"CAST(array() AS array<{_row_type()}>)"))
 
 
@@ -314,16 +281,65 @@ def _row_type() -> str:
     return "struct<" + ",".join(fields) + ">"
 
 
-def _emitted(config: AuditConfig, facts: Facts) -> tuple[list[X], list[X]]:
-    """The routed rows each row of the pass emits."""
+_ANYWHERE = routes.route_hash("key_v", "seq")
+
+
+def _identity_rows(ids: DataFrame, config: AuditConfig, facts: Facts) -> DataFrame:
+    """Per identity: the identity rules, the pairs of the states, the judged count; per key
+    in seq order (the leaf's order): seq_gap's range and the previous identity."""
+    judged_seq = "IF(judged, seq, NULL)"
+    ranged = S.select(ids, "*",
+                      S.over(f"min({judged_seq})", KEY, ["seq"], WHOLE).alias("lo"),
+                      S.over(f"max({judged_seq})", KEY, ["seq"], WHOLE).alias("hi"),
+                      S.over("lag(seq)", KEY, ["seq"]).alias("prev_seq"))
     emit = routes.emit_when
-    side = S.col("_side")
-    ledger = side == LEDGER
+    rows = [emit(KINDS, cond, A, S.lit(None), S.col("topic"), _ANYWHERE, a)
+            for cond, a in write_side.identity_rules(config)]
+    rows.append(emit(KINDS, S.col("judged"), J, S.lit(None), S.col("topic"), S.lit(0),
+                     S.struct(topic=S.col("topic"))))
+    return routes.routed(ranged, rows, [_pairs(facts)])
+
+
+def _copy_rows(sb: DataFrame, ids: DataFrame) -> DataFrame:
+    """Per broker copy, with the key's previous copy (seq, partition, offset order) and its
+    identity: dup_write, the key's moves and the first copy in each partition."""
+    prev = S.over("lag(named_struct('seq', seq, 'partition', partition))", KEY,
+                  ["seq", "partition", "offset", "_side"])
+    copies = S.select(sb.filter(F.col("_side") == BROKER), "*", prev.alias("prev"))
+    joined = copies.hint("merge").join(ids.hint("merge"), on=ID, how="inner")
+    first_in_partition = ~S.coalesce((S.col("prev.seq") == S.col("seq"))
+                                     & (S.col("prev.partition") == S.col("partition")),
+                                     S.lit(False))
+    payload = S.struct(topic=S.col("topic"), key_null=S.col("key_null"), key_v=S.col("key_v"),
+                       seq=S.col("seq"), partition=S.col("partition"), offset=S.col("offset"),
+                       timestamp=S.col("timestamp"), judged=S.col("judged"))
+    emit = routes.emit_when
+    dup_cond, dup = write_side.dup_write()
+    move_cond, move = write_side.key_move()
+    rows = [
+        emit(KINDS, dup_cond, A, S.lit(None), S.col("topic"), _ANYWHERE, dup),
+        emit(KINDS, move_cond, K, S.lit(None), S.col("topic"),
+             routes.route_hash("key_null", "key_v"),
+             S.struct(anomaly=move, key_null=S.col("key_null"), key_v=S.col("key_v"),
+                      seq=S.col("seq"), partition=S.col("partition"), offset=S.col("offset"))),
+        emit(KINDS, first_in_partition, W, S.lit(None), S.col("topic"), S.col("partition"),
+             payload),
+    ]
+    return routes.routed(joined, rows)
+
+
+def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
+    """Per ledger row, the broker copy at its record and its identity's ``judged``: to the
+    consumer side, and its successes to the states."""
+    copy_at = sb.filter(F.col("_side") == BROKER).select(*TPO, F.col("timestamp").alias("copy_ts"))
+    rows = (lm.filter(F.col("_side") == LEDGER).hint("merge")
+            .join(copy_at.hint("merge"), on=TPO, how="left")
+            .join(ids.select(*ID, "judged").hint("merge"), on=ID, how="left"))
+    judged = S.coalesce(S.col("judged"), S.lit(False))
     led = S.struct(**{c: S.col(c) for c in ("group_id", "member_id", "topic", "partition",
                                              "offset", "key_null", "key_v", "seq",
                                              "started_ts", "finished_ts", "outcome")},
-                   resolved=S.col("seq").isNotNull(), judged=S.col("judged"),
-                   copy_ts=S.when(S.col("copy_here"), S.col("copy_ts")))
+                   resolved=S.col("seq").isNotNull(), judged=judged, copy_ts=S.col("copy_ts"))
     success = S.struct(
         group_id=S.col("group_id"), topic=S.col("topic"), key_null=S.col("key_null"),
         key_v=S.col("key_v"), seq=S.col("seq"), is_pair=S.lit(False),
@@ -333,29 +349,22 @@ def _emitted(config: AuditConfig, facts: Facts) -> tuple[list[X], list[X]]:
         past=S.lit(None), partition=S.col("partition"), offset=S.col("offset"),
         member_id=S.col("member_id"), started_ts=S.col("started_ts"),
         finished_ts=S.col("finished_ts"))
-    first_copy = S.struct(topic=S.col("topic"), key_null=S.col("key_null"),
-                          key_v=S.col("key_v"), seq=S.col("seq"),
-                          partition=S.col("partition"), offset=S.col("offset"),
-                          timestamp=S.col("timestamp"), judged=S.col("judged"))
-    anywhere = routes.route_hash("key_v", "seq")
-    rows = [
-        emit(KINDS, ledger, L, S.col("group_id"), S.col("topic"), S.col("partition"), led),
-        emit(KINDS, ledger & S.col("judged") & (S.col("outcome") == "success"), P,
-             S.col("group_id"), S.col("topic"), anywhere, success),
-        emit(KINDS, (side == BROKER) & (S.col("offset") == S.col("first_in_partition")), W,
-             S.lit(None), S.col("topic"), S.col("partition"), first_copy),
-        emit(KINDS, S.col("identity_row") & S.col("judged"), J, S.lit(None), S.col("topic"),
-             S.lit(0), S.struct(topic=S.col("topic"))),
-    ]
-    for condition, anomaly in write_side.anomalies(config):
-        rows.append(emit(KINDS, condition, A, S.lit(None), S.col("topic"), anywhere, anomaly))
-    return rows, [_pairs(facts)]
+    emit = routes.emit_when
+    return routes.routed(rows, [
+        emit(KINDS, S.lit(True), L, S.col("group_id"), S.col("topic"), S.col("partition"), led),
+        emit(KINDS, judged & (S.col("outcome") == "success"), P, S.col("group_id"),
+             S.col("topic"), _ANYWHERE, success)])
 
 
 def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditConfig,
                facts: Facts) -> DataFrame:
     """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2."""
-    rows = pass_input(frames, facts)
-    rows = _level3(_level2(_level1(rows, facts), window, facts), facts)
-    out, more = _emitted(config, facts)
-    return routes.exchange(routes.routed(rows, out, more))
+    ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
+        if facts.group_ids else frames["ledger"].limit(0)
+    sb = _leaf(_send_rows(frames["sends"], facts).unionByName(_broker_rows(frames["broker"])))
+    lm = _leaf(ledger_rows(ledger, frames["broker"], facts))
+    ids = identities(sb, lm, window, facts)
+    out = (_identity_rows(ids, config, facts)
+           .unionByName(_copy_rows(sb, ids))
+           .unionByName(_ledger_out(lm, sb, ids)))
+    return routes.exchange(out)

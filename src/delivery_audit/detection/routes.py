@@ -61,11 +61,16 @@ def routed(df: DataFrame, rows: list[X], more: list[X] | None = None) -> DataFra
     return S.select(df, S.fn("inline", S.fn("array_compact", all_rows)))
 
 
+def checkpoint(df: DataFrame) -> DataFrame:
+    """``df`` as a leaf of the plans that read it: computed once, on local disk, inside the
+    job that first reads it (a lazy local checkpoint); its partitioning and order kept."""
+    return df.localCheckpoint(eager=False, storageLevel=StorageLevel.DISK_ONLY)
+
+
 def exchange(df: DataFrame) -> DataFrame:
     """The pass's one shuffle: routed rows hash partitioned by their routing columns, as a
-    leaf every branch of the next pass shares (a lazy local checkpoint on disk)."""
-    return (df.repartition(F.col("_r1"), F.col("_r2"), F.col("_r3"))
-            .localCheckpoint(eager=False, storageLevel=StorageLevel.DISK_ONLY))
+    leaf every branch of the next pass shares."""
+    return checkpoint(df.repartition(F.col("_r1"), F.col("_r2"), F.col("_r3")))
 
 
 def of_kind(exchanged: DataFrame, kind: Kind) -> DataFrame:

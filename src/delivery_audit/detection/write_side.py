@@ -2,20 +2,20 @@
 dup_write (with its cause) and key_partition_split. Counted once (not per group).
 
 Each rule is a condition on a row of pass 1 (detection/keyed.py) and the anomaly row it
-emits: the identity's figures travel with every row of the identity, so a rule reads one
-row. Identity rules fire on the identity's first row (``identity_row``); copy rules on
-broker rows (``_side`` 0).
+emits: identity rules read an identity's row (its figures, aggregated), copy rules a broker
+row joined with its identity and the key's previous copy (``prev``).
 """
 
 from __future__ import annotations
+
+from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
 from ..config import AuditConfig
 from ..sqlexpr import X
 from .evidence import KEY, anomaly_struct
 
-_IDENTITY = S.col("identity_row") & S.col("judged")
-_COPY = (S.col("_side") == 0) & S.col("judged")
+_IDENTITY = S.col("judged")
 _LONG_MAX = 2**63 - 1
 
 
@@ -59,7 +59,7 @@ def dup_write() -> tuple[X, X]:
     """One row per extra broker copy (n − 1) of a judged identity: every copy but the first
     in (partition, offset) order."""
     at = S.raw("named_struct('partition', partition, 'offset', offset)")
-    return (_COPY & (at != S.col("first_copy")),
+    return (S.col("judged") & (at != S.col("first_copy")),
             anomaly_struct("dup_write", cause=dup_write_cause(), topic="topic", key=KEY,
                            seq="seq", partition="partition", offset="offset",
                            related_partition=S.col("first_copy.partition"),
@@ -68,15 +68,25 @@ def dup_write() -> tuple[X, X]:
                            detail=S.concat(S.lit("copies: "), S.col("n_copies").cast("string"))))
 
 
-def key_partition_split() -> tuple[X, X]:
-    """A key counts when one of its judged records sits in another partition than the
-    key's previous record (records in (seq, partition, offset) order): the first such move
-    of the key is its row, reported in the window that judges it."""
-    return (S.col("move") & (S.col("moves_before") == 0),
+def key_move() -> tuple[X, X]:
+    """A judged copy in another partition than the key's previous copy (records in (seq,
+    partition, offset) order): a candidate of key_partition_split (:func:`first_move`)."""
+    return (S.col("judged") & S.col("prev.partition").isNotNull()
+            & (S.col("partition") != S.col("prev.partition")),
             anomaly_struct("key_partition_split", topic="topic", key=KEY, seq="seq",
                            partition="partition", offset="offset",
-                           related_partition="prev_partition", ts="timestamp",
+                           related_partition=S.col("prev.partition"), ts="timestamp",
                            detail=S.lit("record moved from the key's previous partition")))
+
+
+def first_move(moves: DataFrame) -> DataFrame:
+    """key_partition_split: a key counts once, by its first judged move (its records sit in
+    more than one partition, each move reported in the window that judges it). ``moves``:
+    pass 1's moves, routed by key."""
+    first = S.over("row_number()", ["_r1", "_r2", "_r3", "key_null", "key_v"],
+                   ["seq", "partition", "offset"])
+    return (S.select(moves, "anomaly", first.alias("_n")).filter("_n = 1")
+            .selectExpr("anomaly.*"))
 
 
 def seq_gap() -> list[tuple[X, X]]:
@@ -86,7 +96,7 @@ def seq_gap() -> list[tuple[X, X]]:
     range of more than 2^63 − 1 values (only possible across zero) is two rows split at
     zero, so that every row's units fit a long."""
     seq, prev = S.col("seq"), S.col("prev_seq")
-    gap = (S.col("identity_row") & (S.col("lo") < S.col("hi"))
+    gap = ((S.col("lo") < S.col("hi"))
            & seq.between(S.col("lo"), S.col("hi")) & (prev >= S.col("lo"))
            & (seq > prev + 1))
     lo, hi = prev + 1, seq - 1  # seqs are distinct per key: prev + 1 cannot overflow
@@ -112,10 +122,9 @@ def _size(lo: X, hi: X) -> X:
     return hi.cast("decimal(20,0)") - lo + 1
 
 
-def anomalies(config: AuditConfig) -> list[tuple[X, X]]:
-    """Every write-side rule as (condition, anomaly row) on a row of pass 1."""
-    rules = [lost_acked(), lost_unacked(), written_despite_failure(), dup_write(),
-             key_partition_split()]
+def identity_rules(config: AuditConfig) -> list[tuple[X, X]]:
+    """The rules on an identity's row, as (condition, anomaly row)."""
+    rules = [lost_acked(), lost_unacked(), written_despite_failure()]
     if config.dense_seq:
         rules += seq_gap()
     return rules
