@@ -90,7 +90,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         if facts.group_ids else frames["events"].limit(0)
     observations = outputs.observations()
     sends = outputs.observe_sends(frames["sends"], window, observations)
-    pass2 = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
+    pass2, identities = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
     pairs = routes.of_kind(pass2, keyed.P)
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
@@ -104,7 +104,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
     ]
     facts_rows = [
-        outputs.judged(routes.of_kind(pass2, keyed.J)),
+        outputs.judged(identities),
         outputs.state_counts(routes.of_kind(pass3, consumer.ST)),
         outputs.handovers(routes.of_kind(pass3, consumer.H)),
         *outputs.latencies(routes.of_kind(pass3, consumer.X_)),

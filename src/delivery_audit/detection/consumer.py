@@ -21,13 +21,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
-from ..sqlexpr import BEFORE, UPTO, WHOLE, X
+from ..sqlexpr import BEFORE, UPTO, X
 from ..window import AuditWindow
 from . import ordering, redelivery, retries, routes
 from .evidence import ANOMALY_TYPE
 
 PART = ["_r1", "_r2", "_r3"]  # group, topic, partition
-RECORD = [*PART, "offset"]
 # a deterministic order of a record's attempts: start, finish, then member and outcome
 ATTEMPTS = ["started_ts", "finished_ts", "member_id", "outcome"]
 
@@ -45,45 +44,71 @@ X_ = routes.Kind("x", "group_id:string,dur_ms:bigint,e2e_ms:double")
 KINDS = (A, C, R, ST, H, X_)
 
 
-def _rec(expr: str | X, frame: str = UPTO) -> X:
-    return S.over(expr, RECORD, ATTEMPTS, frame)
-
-
 def _by_record(rows: DataFrame) -> DataFrame:
+    """Each attempt with the attempt before it on its record (the rows of a partition in
+    record order: windows over the whole partition, compared by offset, so that a window
+    partition is a partition, not a record)."""
+    order = ["offset", *ATTEMPTS]
     succ = "(outcome = 'success' AND resolved)"
-    cols = [
-        _rec(f"count(IF({succ}, 1, NULL))").alias("succ_no"),
-        _rec(f"last(IF({succ}, member_id, NULL), true)", BEFORE).alias("prev_succ_member"),
-        _rec(f"last(IF({succ}, started_ts, NULL), true)", BEFORE).alias("prev_succ_started"),
-        _rec("count(IF(resolved, 1, NULL))").alias("res_no"),
-        _rec("last(IF(resolved, outcome, NULL), true)", BEFORE).alias("prev_outcome"),
-        _rec("last(IF(resolved, started_ts, NULL), true)", BEFORE).alias("prev_started"),
-        _rec("last(IF(resolved, member_id, NULL), true)", BEFORE).alias("prev_member"),
-        _rec("min(IF(outcome = 'success', finished_ts, NULL))", WHOLE).alias("first_done"),
-        _rec("row_number()").alias("rec_row"),
+    before = [
+        S.over(f"last(IF({succ}, named_struct('offset', offset, 'member_id', member_id, "
+               "'started_ts', started_ts), NULL), true)", PART, order, BEFORE).alias("_ps"),
+        S.over("last(IF(resolved, named_struct('offset', offset, 'outcome', outcome, "
+               "'started_ts', started_ts, 'member_id', member_id), NULL), true)",
+               PART, order, BEFORE).alias("_pr"),
+        S.over("count(IF(resolved, 1, NULL))", PART, order, UPTO).alias("_res_cum"),
+        S.over("lag(offset)", PART, order).alias("_prev_offset"),
+        # the record's rows: peers in offset order
+        S.over("min(IF(outcome = 'success', finished_ts, NULL))", PART, ["offset"],
+               "RANGE BETWEEN CURRENT ROW AND CURRENT ROW").alias("first_done"),
     ]
-    out = S.select(rows, "*", *cols)
-    return S.select(out, "*", (S.raw(succ) & (S.col("succ_no") == 1)).alias("first_success"))
+    rows = S.select(rows, "*", *before)
+    rec_start = S.coalesce(S.col("_prev_offset") != S.col("offset"), S.lit(True))
+    rows = S.select(rows, "*", rec_start.alias("rec_start"))
+    # resolved attempts of the record before this one: the count up to here minus the
+    # count before the record's first row
+    rows = S.select(rows, "*", S.over("last(IF(rec_start, _res_cum - IF(resolved, 1, 0), "
+                                      "NULL), true)", PART, order, UPTO).alias("_res_base"))
+    repeat = S.coalesce(S.col("_ps.offset") == S.col("offset"), S.lit(False))
+    after = S.coalesce(S.col("_pr.offset") == S.col("offset"), S.lit(False))
+    return S.select(
+        rows, *[c for c in rows.columns if not c.startswith("_") or c in PART],
+        repeat.alias("repeat"),
+        S.when(repeat, S.col("_ps.member_id")).alias("prev_succ_member"),
+        S.when(repeat, S.col("_ps.started_ts")).alias("prev_succ_started"),
+        S.when(after, S.col("_pr.outcome")).alias("prev_outcome"),
+        S.when(after, S.col("_pr.started_ts")).alias("prev_started"),
+        S.when(after, S.col("_pr.member_id")).alias("prev_member"),
+        (S.col("_res_cum") - S.col("_res_base")).alias("res_no"),
+        (S.raw(succ) & ~repeat).alias("first_success"))
 
 
 def _by_key(rows: DataFrame) -> DataFrame:
-    w = [*PART, "key_null", "key_v"]
-    return S.select(rows, "*", S.over("max(IF(first_success, offset, NULL))", w,
-                                      ["started_ts", "offset", "finished_ts", "member_id"],
-                                      BEFORE).alias("max_seen"))
+    """Each first successful processing with the highest offset already processed of its
+    key in its partition (a running maximum of (key, offset) over the partition in (key,
+    start) order: it stays within the key when it names the same key)."""
+    seen = S.over("max(IF(first_success, named_struct('key_null', key_null, 'key_v', key_v, "
+                  "'offset', offset), NULL))", PART,
+                  ["key_null", "key_v", "started_ts", "offset", "finished_ts", "member_id"],
+                  BEFORE)
+    rows = S.select(rows, "*", seen.alias("_seen"))
+    same_key = ((S.col("_seen.key_null") == S.col("key_null"))
+                & (S.col("_seen.key_v") == S.col("key_v")))
+    return S.select(rows, *[c for c in rows.columns if c != "_seen"],
+                    S.when(same_key, S.col("_seen.offset")).alias("max_seen"))
 
 
 def _by_partition(rows: DataFrame) -> DataFrame:
     order = ["started_ts", "offset", "member_id", "finished_ts"]
     end = "coalesce(finished_ts, started_ts)"
+    peers = "RANGE BETWEEN CURRENT ROW AND CURRENT ROW"  # attempts starting at that instant
     cols = [
         S.over(f"max({end})", PART, order, BEFORE).alias("before_end"),
         # the next attempt's start is the lowest start after this one (rows in start
         # order; an unbounded-following frame would be evaluated again for every row)
         S.over("lead(started_ts)", PART, order).alias("after_start"),
-        # attempts starting at the same instant (the same sort: an order within the peers)
-        S.over("count(1)", [*PART, "started_ts"], order[1:], WHOLE).alias("peers"),
-        S.over(f"max({end})", [*PART, "started_ts"], order[1:], WHOLE).alias("peers_end"),
+        S.over("count(1)", PART, ["started_ts"], peers).alias("peers"),
+        S.over(f"max({end})", PART, ["started_ts"], peers).alias("peers_end"),
         S.over("lag(member_id)", PART, order).alias("prev_any_member"),
         S.over(f"lag(unix_millis({end}))", PART, order).alias("prev_any_f"),
     ]
@@ -123,7 +148,7 @@ def _emitted(window: AuditWindow) -> list[X]:
     written = S.col("copy_ts")
     in_window = ((written >= S.lit(_naive(window.start)).cast("timestamp"))
                  & (written < S.lit(_naive(window.end)).cast("timestamp")))
-    e2e = S.when((S.col("rec_row") == 1) & S.col("first_done").isNotNull() & in_window,
+    e2e = S.when(S.col("rec_start") & S.col("first_done").isNotNull() & in_window,
                  S.raw("CAST(unix_micros(first_done) - unix_micros(copy_ts) AS DOUBLE) / 1000.0"))
     rows.append(emit(KINDS, dur.isNotNull() | e2e.isNotNull(), X_, S.col("group_id"),
                      S.lit(None), spread,

@@ -4,7 +4,8 @@ imply (skipped, pending, expired_unconsumed) and dup_effect.
 Pass 2 routes, for each judged identity, one *pair* row per group consuming its topic (its
 figures from pass 1, and whether the group went past every copy: rule 12) and every
 successful processing of the identity, by group (keyed.py). One window over (group,
-identity) counts the successes k and orders them; per pair the precedence: k ≥ 2
+identity) counts the successes k and orders them (delivery_states._counted); per pair the
+precedence: k ≥ 2
 ``delivered_duplicate``, k = 1 ``delivered_once``; else with a broker copy, ``skipped`` if
 the group went past every copy, else ``pending``; else (no copy) an acked offset inside
 the dump range → ``lost_acked``, below the log start → ``expired_unconsumed``, acked
@@ -17,23 +18,36 @@ from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
 from ..anomalies import STATES
-from ..sqlexpr import UPTO, WHOLE, X
+from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
 
-_FRAME = ["_r1", "_r2", "_r3", "key_null", "key_v", "seq"]  # _r1 is the group
-# pairs first (no start), then successes in processing order
-_ORDER = ["started_ts", "finished_ts", "partition", "offset", "member_id"]
+_PART = ["_r1", "_r2", "_r3"]  # group, topic, a bucket of identities
+# per (group, identity) run: its successes in processing order, then its pair
+_ORDER = ["key_null", "key_v", "seq", "is_pair", "started_ts", "finished_ts", "partition",
+          "offset", "member_id"]
 _SUCCESS = "NOT is_pair"
 
 
 def _counted(rows: DataFrame) -> DataFrame:
-    first = S.raw(f"IF({_SUCCESS}, named_struct('member_id', member_id, 'partition', "
-                  "partition, 'offset', offset, 'started_ts', started_ts), NULL)")
-    return S.select(rows, "*",
-                    S.over(f"count(IF({_SUCCESS}, 1, NULL))", _FRAME, _ORDER, WHOLE).alias("k"),
-                    S.over(f"count(IF({_SUCCESS}, 1, NULL))", _FRAME, _ORDER, UPTO).alias("n"),
-                    S.over(f"first({first.sql}, true)", _FRAME, _ORDER, WHOLE).alias("first"))
+    """Per row of a (group, identity) run: ``n`` its successes up to it (a pair row: all of
+    them, k) and ``first``, the run's first success; windows over the whole bucket, the
+    run found by its identity changing."""
+    rows = S.select(rows, "*",
+                    S.over(f"count(IF({_SUCCESS}, 1, NULL))", _PART, _ORDER, UPTO).alias("_cum"),
+                    S.over("lag(named_struct('k', key_null, 'v', key_v, 's', seq))", _PART,
+                           _ORDER).alias("_prev"))
+    start = "NOT coalesce(_prev = named_struct('k', key_null, 'v', key_v, 's', seq), false)"
+    first = ("named_struct('member_id', member_id, 'partition', partition, 'offset', offset, "
+             "'started_ts', started_ts)")
+    rows = S.select(rows, "*",
+                    S.over(f"last(IF({start}, _cum - IF({_SUCCESS}, 1, 0), NULL), true)",
+                           _PART, _ORDER, UPTO).alias("_base"),
+                    S.over(f"last(IF({start}, {first}, NULL), true)", _PART, _ORDER, UPTO)
+                    .alias("first"))
+    n = S.col("_cum") - S.col("_base")
+    return S.select(rows, *[c for c in rows.columns if not c.startswith("_") or c in _PART],
+                    n.alias("n"), n.alias("k"))
 
 
 def state() -> X:

@@ -19,8 +19,7 @@ or sort:
 The pass ends by emitting routed rows (routes.py): the write side's anomaly rows, the
 ledger rows (to the consumer side), the (group, identity) pairs of the states and the
 successful processings (to the states and dup_effect), the first copy of each identity
-in a partition (write_reorder), the key moves (key_partition_split: the first per key)
-and one row per judged identity (judged counts).
+in a partition (write_reorder) and the key moves (key_partition_split: the first per key).
 """
 
 from __future__ import annotations
@@ -59,8 +58,7 @@ W = routes.Kind("w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint,timestamp:timestamp,judged:boolean")
 K = routes.Kind("k", f"anomaly:{ANOMALY_TYPE},key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint")
-J = routes.Kind("j", "topic:string")
-KINDS = (A, L, P, W, K, J)
+KINDS = (A, L, P, W, K)
 
 
 def _ts(value) -> X:
@@ -285,7 +283,7 @@ _ANYWHERE = routes.route_hash("key_v", "seq")
 
 
 def _identity_rows(ids: DataFrame, config: AuditConfig, facts: Facts) -> DataFrame:
-    """Per identity: the identity rules, the pairs of the states, the judged count; per key
+    """Per identity: the identity rules and the pairs of the states; per key
     in seq order (the leaf's order): seq_gap's range and the previous identity."""
     judged_seq = "IF(judged, seq, NULL)"
     ranged = S.select(ids, "*",
@@ -295,8 +293,6 @@ def _identity_rows(ids: DataFrame, config: AuditConfig, facts: Facts) -> DataFra
     emit = routes.emit_when
     rows = [emit(KINDS, cond, A, S.lit(None), S.col("topic"), _ANYWHERE, a)
             for cond, a in write_side.identity_rules(config)]
-    rows.append(emit(KINDS, S.col("judged"), J, S.lit(None), S.col("topic"), S.lit(0),
-                     S.struct(topic=S.col("topic"))))
     return routes.routed(ranged, rows, [_pairs(facts)])
 
 
@@ -357,8 +353,9 @@ def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
 
 
 def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditConfig,
-               facts: Facts) -> DataFrame:
-    """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2."""
+               facts: Facts) -> tuple[DataFrame, DataFrame]:
+    """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2; and the
+    identities (a leaf: the judged counts read it)."""
     ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
         if facts.group_ids else frames["ledger"].limit(0)
     sb = _leaf(_send_rows(frames["sends"], facts).unionByName(_broker_rows(frames["broker"])))
@@ -367,4 +364,4 @@ def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditC
     out = (_identity_rows(ids, config, facts)
            .unionByName(_copy_rows(sb, ids))
            .unionByName(_ledger_out(lm, sb, ids)))
-    return routes.exchange(out)
+    return routes.exchange(out), ids

@@ -14,9 +14,14 @@ def write_reorder(first_copies: DataFrame) -> DataFrame:
     than a seq already seen; the running max spans all first copies, only judged ones
     count. ``first_copies``: pass 1's first copy of each identity in each partition, routed
     by (topic, partition)."""
+    # a running maximum of (key, seq) over the partition in (key, offset) order: it stays
+    # within the key when it names the same key
     seen = S.select(first_copies, "*", S.over(
-        "max(seq)", ["_r1", "_r2", "_r3", "key_null", "key_v"], ["offset", "seq"], BEFORE)
-        .alias("max_seen"))
+        "max(named_struct('key_null', key_null, 'key_v', key_v, 'seq', seq))",
+        ["_r1", "_r2", "_r3"], ["key_null", "key_v", "offset", "seq"], BEFORE).alias("_seen"))
+    same_key = ((S.col("_seen.key_null") == S.col("key_null"))
+                & (S.col("_seen.key_v") == S.col("key_v")))
+    seen = S.select(seen, "*", S.when(same_key, S.col("_seen.seq")).alias("max_seen"))
     hit = seen.filter((S.col("judged") & (S.col("seq") < S.col("max_seen"))).sql)
     return anomaly_rows(hit, "write_reorder", topic="topic", key=KEY, seq="seq",
                         partition="partition", offset="offset", ts="timestamp",

@@ -53,9 +53,10 @@ def _fact(df: DataFrame, name: str, **columns: str) -> DataFrame:
     return df.selectExpr(*out)
 
 
-def judged(rows: DataFrame) -> DataFrame:
-    counted = rows.groupBy("_r1", "_r2", "_r3").agg(F.count(F.lit(1)).alias("n"))
-    return _fact(counted, "__judged", topic="_r2", units="n")
+def judged(identities: DataFrame) -> DataFrame:
+    counted = identities.filter(F.col("judged")).groupBy("topic").agg(
+        F.count(F.lit(1)).alias("n"))
+    return _fact(counted, "__judged", topic="topic", units="n")
 
 
 def state_counts(rows: DataFrame) -> DataFrame:

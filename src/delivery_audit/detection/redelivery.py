@@ -8,7 +8,7 @@ two start times (an event without topic/partition applies to every partition of
 the group), else ``other``. A retry after a *failed* processing is not a
 redelivery: only successes are compared.
 
-The comparison runs in the consumer pass (consumer.py: ``succ_no``, the previous
+The comparison runs in the consumer pass (consumer.py: ``repeat``, the previous
 success's member and start); a repeat by the same member goes on to pass 3, where
 :func:`with_event_cause` looks for a rebalance event between the two.
 """
@@ -24,8 +24,7 @@ from ..schemas import ANOMALY_SCHEMA
 from ..sqlexpr import X
 from .evidence import KEY, anomaly_struct
 
-_REPEAT = (S.raw("outcome = 'success' AND resolved") & S.col("judged")
-           & (S.col("succ_no") > 1))
+_REPEAT = S.raw("outcome = 'success' AND resolved") & S.col("judged") & S.col("repeat")
 
 
 def _row(cause: X | None, detail: X | None) -> X:

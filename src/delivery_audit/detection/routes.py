@@ -80,6 +80,12 @@ def of_kind(exchanged: DataFrame, kind: Kind) -> DataFrame:
             .selectExpr("_r1", "_r2", "_r3", f"{kind.name}.*"))
 
 
+# routing buckets of a spread-out value: enough to spread a pass over many tasks, few
+# enough that a window over a bucket (not over each value) holds many rows
+BUCKETS = 1024
+
+
 def route_hash(*cols: str) -> X:
-    """A routing value spreading rows by these columns (a non-negative int)."""
-    return S.raw(f"pmod(hash({', '.join(cols)}), 2147483647)")
+    """A routing value spreading rows by these columns (a bucket, 0 to BUCKETS − 1): rows
+    with the same values share a bucket."""
+    return S.raw(f"pmod(hash({', '.join(cols)}), {BUCKETS})")
