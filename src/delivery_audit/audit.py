@@ -25,7 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
-from .collect import collect_all
 from .config import AuditConfig
 from .detection import detect
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
@@ -172,9 +171,8 @@ def state_rows(written: Any, facts: Any) -> list[dict[str, Any]]:
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
               ingestion: Ingestion, frames: dict[str, DataFrame], run_id: str,
               started: datetime) -> Reconciled:
-    """Detect every anomaly and state (one Spark job writes the anomaly table and the
-    report's small tables), then build report.json; the summary's one action reads the
-    anomaly table and the events."""
+    """Detect every anomaly and state, with the report's small tables (counts, insights,
+    rebalance events) in the same Spark job, then build report.json."""
     from .detection.facts import facts_from
     from .rebalances import rebalance_event_tables
     from .report.insights import insight_tables
@@ -183,13 +181,15 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
     facts = facts_from(ingestion.facts, req.config, req.topics)
     with stages.stage("detect"):
         detection = detect(spark, frames, req.window, req.config, facts)
-        written = detection.write_anomalies(str(staging / "anomalies"))
+        # the report's small tables of the anomaly rows and the events, in the same job
+        events = frames["events"].filter(F.col("group_id").isin(*facts.group_ids))
+        tables = {"anomalies": anomaly_count_table(detection.anomalies),
+                  **rebalance_event_tables(events, list(facts.group_ids)),
+                  **insight_tables(detection.anomalies, {"events": events}, req.window)}
+        written = detection.write_anomalies(str(staging / "anomalies"), tables)
     anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
-    events = frames["events"].filter(F.col("group_id").isin(*facts.group_ids))
     with stages.stage("summarise"):
-        got = collect_all({"anomalies": anomaly_count_table(anomalies),
-                           **rebalance_event_tables(events, list(facts.group_ids)),
-                           **insight_tables(anomalies, {"events": events}, req.window)})
+        got = {name: written.tables.get(name, []) for name in tables}
         got["insights_produce_latency"] = [written.produce] if written.produce else []
         got["insights_e2e_latency"] = written.e2e
         got["rebalance_stats"] = written.processing

@@ -347,6 +347,28 @@ def _runner() -> _Runner:
         return _RUNNER
 
 
+_PREPARING: threading.Thread | None = None
+
+
+def prepare_in_background() -> None:
+    """Import GX and make its context in a thread, once per process: seconds of Python
+    imports that overlap the Spark JVM's start (call it before the session) instead of
+    adding to the audit (the first validation waits for it through the runner's lock)."""
+    global _PREPARING
+
+    def prepare() -> None:
+        try:
+            _runner()
+        except Exception:  # noqa: BLE001 - the validation itself raises it, in its place
+            log.debug("preparing GX in the background failed", exc_info=True)
+
+    with _RUNNER_LOCK:
+        if _PREPARING is not None or _RUNNER is not None:
+            return
+        _PREPARING = threading.Thread(target=prepare, name="gx-prepare", daemon=True)
+    _PREPARING.start()
+
+
 def _plain(value: Any) -> Any:
     """JSON-safe, short (numpy and pandas scalars as Python values, NaN/NA as None)."""
     if value is None or isinstance(value, bool | int | str):

@@ -49,17 +49,12 @@ __all__ = ["Detection", "Facts", "detect"]
 
 @dataclass
 class Detection:
-    plan: DataFrame  # every output row: the anomaly schema and ``_table``
+    anomalies: DataFrame  # one row per counting unit (a leaf: computed once, read by all)
+    facts_rows: DataFrame  # the report's small tables as fact rows (outputs.py)
     facts: Facts
     pairs: DataFrame  # pass 2's pair and success rows (for :attr:`states`)
     observations: dict[str, Observation] = field(default_factory=dict)
     rules: list[str] = field(default_factory=lambda: list(ANOMALY_NAMES))
-
-    @property
-    def anomalies(self) -> DataFrame:
-        """The anomaly rows (one per counting unit), as a plan of their own."""
-        return self.plan.filter(F.col("_table") == "anomalies").select(
-            *[f.name for f in ANOMALY_SCHEMA.fields])
 
     @property
     def states(self) -> DataFrame:
@@ -67,16 +62,29 @@ class Detection:
         (the audit counts states in :meth:`write`; this is for looking at them)."""
         return delivery_states.state_rows(self.pairs)
 
-    def write(self, path: str | Path) -> outputs.Written:
+    def plan(self, tables: dict[str, DataFrame] | None = None) -> DataFrame:
+        """Every output row: the anomaly table's rows, the fact rows, and the rows of
+        ``tables`` (small tables of the caller's, e.g. aggregates of :attr:`anomalies`),
+        with ``_table`` = anomalies | facts."""
+        names = [f.name for f in ANOMALY_SCHEMA.fields]
+        parts = [self.anomalies.select(*names, F.lit("anomalies").alias("_table")),
+                 self.facts_rows.select(*names, F.lit("facts").alias("_table"))]
+        parts += [outputs.table_rows(name, df).select(*names, F.lit("facts").alias("_table"))
+                  for name, df in (tables or {}).items()]
+        return reduce(DataFrame.unionByName, parts)
+
+    def write(self, path: str | Path,
+              tables: dict[str, DataFrame] | None = None) -> outputs.Written:
         """Run detection: one Spark job writes ``path/_table=anomalies`` (the anomaly
         table) and ``path/_table=facts`` (state counts, judged identities, handovers,
-        latencies); returns the facts and the metrics observed on the way."""
-        self.plan.write.mode("overwrite").partitionBy("_table").parquet(str(path))
-        return outputs.read_written(self.plan.sparkSession, str(path), self.observations)
+        latencies, and ``tables``); returns the facts and the metrics observed on the way."""
+        self.plan(tables).write.mode("overwrite").partitionBy("_table").parquet(str(path))
+        return outputs.read_written(str(path), self.observations)
 
-    def write_anomalies(self, path: str | Path) -> outputs.Written:
+    def write_anomalies(self, path: str | Path,
+                        tables: dict[str, DataFrame] | None = None) -> outputs.Written:
         """:meth:`write`, for callers that read the anomaly table at ``path`` itself."""
-        written = self.write(Path(str(path) + ".detection"))
+        written = self.write(Path(str(path) + ".detection"), tables)
         outputs.move_anomalies(written, str(path))
         return written
 
@@ -95,22 +103,20 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
         .unionByName(delivery_states.states_pass(pairs)))
-    anomalies = [
-        routes.of_kind(pass2, keyed.A).drop("_r1", "_r2", "_r3"),
+    names = [f.name for f in ANOMALY_SCHEMA.fields]
+    anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
+        routes.of_kind(pass2, keyed.A),
         write_side.first_move(routes.of_kind(pass2, keyed.K)),
         ordering.write_reorder(routes.of_kind(pass2, keyed.W)),
-        routes.of_kind(pass3, consumer.A).drop("_r1", "_r2", "_r3"),
+        routes.of_kind(pass3, consumer.A),
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
-    ]
-    facts_rows = [
+    )]))
+    facts_rows = reduce(DataFrame.unionByName, [
         outputs.judged(identities),
         outputs.state_counts(routes.of_kind(pass3, consumer.ST)),
         outputs.handovers(routes.of_kind(pass3, consumer.H)),
         *outputs.latencies(routes.of_kind(pass3, consumer.X_)),
-    ]
-    names = [f.name for f in ANOMALY_SCHEMA.fields]
-    plan = reduce(DataFrame.unionByName, [
-        *[df.select(*names, F.lit("anomalies").alias("_table")) for df in anomalies],
-        *[df.select(*names, F.lit("facts").alias("_table")) for df in facts_rows]])
-    return Detection(plan=plan, facts=facts, pairs=pairs, observations=observations)
+    ])
+    return Detection(anomalies=anomalies, facts_rows=facts_rows, facts=facts, pairs=pairs,
+                     observations=observations)

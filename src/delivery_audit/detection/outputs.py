@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
@@ -51,6 +51,15 @@ def _fact(df: DataFrame, name: str, **columns: str) -> DataFrame:
             text = columns.get(f.name, "NULL")
         out.append(f"CAST({text} AS {f.dataType.simpleString()}) AS {f.name}")
     return df.selectExpr(*out)
+
+
+def table_rows(name: str, table: DataFrame) -> DataFrame:
+    """A caller's small table as fact rows: one per row, the row as JSON in ``detail``
+    (``__table``, ``cause`` the table's name; :attr:`Written.tables` gives them back)."""
+    from ..collect import as_json_rows
+
+    return _fact(as_json_rows(name, table), "__table", cause="_table", detail="_row",
+                 units="1")
 
 
 def judged(identities: DataFrame) -> DataFrame:
@@ -124,6 +133,7 @@ class Written:
     processing: list[dict[str, Any]] = field(default_factory=list)  # group_id, q, mx, n
     e2e: list[dict[str, Any]] = field(default_factory=list)  # as insights' latency rows
     produce: dict[str, Any] = field(default_factory=dict)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # the caller's
 
     @property
     def anomalies_path(self) -> str:
@@ -140,7 +150,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def read_written(spark: SparkSession, root: str, observed: dict[str, Observation]) -> Written:
+def read_written(root: str, observed: dict[str, Observation]) -> Written:
     """The facts of a written detection (a local folder: read with pyarrow, no Spark job)."""
     w = Written(root)
     for r in _rows(Path(root) / "_table=facts"):
@@ -156,6 +166,8 @@ def read_written(spark: SparkSession, root: str, observed: dict[str, Observation
                                 "prev_f": r["seq_to"], "tps": json.loads(r["detail"])})
         elif kind == "__processing":
             w.processing.append({"group_id": r["group_id"], **json.loads(r["detail"])})
+        elif kind == "__table":
+            w.tables.setdefault(r["cause"], []).append(json.loads(r["detail"]))
         elif kind == "__e2e":
             d = json.loads(r["detail"])
             w.e2e.append({"group_id": r["group_id"], "_total": 1 if d.pop("total") else 0,
