@@ -1,11 +1,16 @@
 """The catalogue of anomalies and delivery states (audit contract §4).
 
-One place lists every anomaly name, its severity, its counting unit, whether it
-is counted per consumer group, and the module that decides it.
+Each anomaly is declared here once: its name, severity, counting unit, whether it is
+counted per consumer group, the functions under ``detection/`` that decide it, and its
+definition in one line. The report's tables, detection's list of rules
+(``detection.Detection.rules``) and docs/anomalies.md (``python -m
+delivery_audit.anomalies``; a test keeps the file equal to it) are made from it.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -15,44 +20,143 @@ class AnomalySpec:
     severity: str  # critical | high | medium | info
     unit: str
     per_group: bool
-    decided_in: str
+    decided_by: tuple[str, ...]  # "module:function" below delivery_audit
     definition: str
+
+    def deciders(self) -> list[Callable]:
+        """The functions that decide this anomaly (imports detection, hence Spark)."""
+        out = []
+        for ref in self.decided_by:
+            module, name = ref.split(":")
+            out.append(getattr(importlib.import_module(f"{__package__}.{module}"), name))
+        return out
 
 
 ANOMALIES: tuple[AnomalySpec, ...] = (
-    AnomalySpec("lost_acked", "critical", "messages", False, "detection.write_side",
-                "acked, no broker copy, acked offset inside the dump range"),
-    AnomalySpec("lost_unacked", "high", "messages", False, "detection.write_side",
-                "never acked and no broker copy"),
-    AnomalySpec("written_despite_failure", "info", "messages", False, "detection.write_side",
-                "every attempt failed/timed out, yet the broker has the message"),
-    AnomalySpec("seq_gap", "medium", "missing seq values", False, "detection.write_side",
-                "seq values between a key's lowest and highest judged seq never sent"),
-    AnomalySpec("dup_write", "high", "extra broker copies", False, "detection.write_side",
-                "one identity at two or more broker offsets"),
-    AnomalySpec("redelivery", "high", "extra successful processings", True,
-                "detection.redelivery",
-                "the same record processed successfully again by the same group"),
-    AnomalySpec("dup_effect", "high", "extra successful processings", True,
-                "detection.delivery_states",
-                "one identity successfully processed more than once by a group"),
-    AnomalySpec("skipped", "critical", "messages", True, "detection.delivery_states",
-                "never processed, and the group went past it"),
-    AnomalySpec("pending", "info", "messages", True, "detection.delivery_states",
-                "not processed yet and the group has not gone past it: lag, not loss"),
-    AnomalySpec("expired_unconsumed", "critical", "messages", True,
-                "detection.delivery_states",
-                "acked below the log start offset and never processed: deleted by retention"),
-    AnomalySpec("write_reorder", "medium", "records", False, "detection.ordering",
-                "a first copy in a partition whose seq is lower than one already written"),
-    AnomalySpec("process_reorder", "medium", "records", True, "detection.ordering",
-                "a first successful processing whose offset is lower than one already processed"),
-    AnomalySpec("key_partition_split", "medium", "keys", False, "detection.write_side",
-                "a key whose records sit in more than one partition of a topic"),
-    AnomalySpec("concurrent_processing", "high", "attempts", True, "detection.concurrency",
-                "an attempt overlapping one by a different member on the same partition"),
-    AnomalySpec("retry_after_failure", "info", "attempts", True, "detection.retries",
-                "an attempt that follows a failed one on the same record: expected"),
+    AnomalySpec(
+        "lost_acked",
+        "critical",
+        "messages",
+        False,
+        ("detection.write_side:lost_acked",),
+        "acked, no broker copy, acked offset inside the dump range",
+    ),
+    AnomalySpec(
+        "lost_unacked",
+        "high",
+        "messages",
+        False,
+        ("detection.write_side:lost_unacked",),
+        "never acked and no broker copy",
+    ),
+    AnomalySpec(
+        "written_despite_failure",
+        "info",
+        "messages",
+        False,
+        ("detection.write_side:written_despite_failure",),
+        "every attempt failed/timed out, yet the broker has the message",
+    ),
+    AnomalySpec(
+        "seq_gap",
+        "medium",
+        "missing seq values",
+        False,
+        ("detection.write_side:seq_gap",),
+        "seq values between a key's lowest and highest judged seq never sent",
+    ),
+    AnomalySpec(
+        "dup_write",
+        "high",
+        "extra broker copies",
+        False,
+        ("detection.write_side:dup_write", "detection.write_side:dup_write_cause"),
+        "one identity at two or more broker offsets",
+    ),
+    AnomalySpec(
+        "redelivery",
+        "high",
+        "extra successful processings",
+        True,
+        (
+            "detection.redelivery:moved",
+            "detection.redelivery:same_member",
+            "detection.redelivery:with_event_cause",
+        ),
+        "the same record processed successfully again by the same group",
+    ),
+    AnomalySpec(
+        "dup_effect",
+        "high",
+        "extra successful processings",
+        True,
+        ("detection.delivery_states:dup_effect",),
+        "one identity successfully processed more than once by a group",
+    ),
+    AnomalySpec(
+        "skipped",
+        "critical",
+        "messages",
+        True,
+        ("detection.delivery_states:state",),
+        "never processed, and the group went past it",
+    ),
+    AnomalySpec(
+        "pending",
+        "info",
+        "messages",
+        True,
+        ("detection.delivery_states:state",),
+        "not processed yet and the group has not gone past it: lag, not loss",
+    ),
+    AnomalySpec(
+        "expired_unconsumed",
+        "critical",
+        "messages",
+        True,
+        ("detection.delivery_states:state",),
+        "acked below the log start offset and never processed: deleted by retention",
+    ),
+    AnomalySpec(
+        "write_reorder",
+        "medium",
+        "records",
+        False,
+        ("detection.ordering:write_reorder",),
+        "a first copy in a partition whose seq is lower than one already written",
+    ),
+    AnomalySpec(
+        "process_reorder",
+        "medium",
+        "records",
+        True,
+        ("detection.ordering:process_reorder",),
+        "a first successful processing whose offset is lower than one already processed",
+    ),
+    AnomalySpec(
+        "key_partition_split",
+        "medium",
+        "keys",
+        False,
+        ("detection.write_side:key_move", "detection.write_side:first_move"),
+        "a key whose records sit in more than one partition of a topic",
+    ),
+    AnomalySpec(
+        "concurrent_processing",
+        "high",
+        "attempts",
+        True,
+        ("detection.concurrency:concurrent_processing",),
+        "an attempt overlapping one by a different member on the same partition",
+    ),
+    AnomalySpec(
+        "retry_after_failure",
+        "info",
+        "attempts",
+        True,
+        ("detection.retries:retry_after_failure",),
+        "an attempt that follows a failed one on the same record: expected",
+    ),
 )
 
 ANOMALY_NAMES: tuple[str, ...] = tuple(a.name for a in ANOMALIES)
@@ -71,3 +175,34 @@ STATES: tuple[str, ...] = (
     "expired_unconsumed",
     "pending",
 )
+
+
+def catalogue_markdown() -> str:
+    """docs/anomalies.md: the catalogue as a Markdown table."""
+    lines = [
+        "# Anomalies",
+        "",
+        "Generated from `src/delivery_audit/anomalies.py` by `python -m "
+        "delivery_audit.anomalies`; do not edit by hand (a test compares them).",
+        "",
+        "| anomaly | severity | counted in | per group | decided by | definition |",
+        "|---|---|---|---|---|---|",
+    ]
+    for a in ANOMALIES:
+        where = ", ".join(f"`{r.replace(':', '.')}`" for r in a.decided_by)
+        lines.append(
+            f"| `{a.name}` | {a.severity} | {a.unit} | "
+            f"{'yes' if a.per_group else 'no'} | {where} | {a.definition} |"
+        )
+    lines += [
+        "",
+        "Delivery states, one per (group, judged identity): "
+        + ", ".join(f"`{s}`" for s in STATES)
+        + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(catalogue_markdown(), end="")

@@ -11,8 +11,8 @@ Three passes, each ending in one exchange of routed rows (routes.py):
    (concurrency.py), the cause of a redelivery by the same member (redelivery.py), and
    the small tables the report counts (outputs.py).
 
-Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_in`` (the catalogue, from
-which docs/decisions.md's table is made).
+Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_by`` (the catalogue, from
+which docs/anomalies.md is generated).
 
 Nothing runs until :meth:`Detection.write`: one Spark job writes the anomaly table and
 the report's small tables together (``_table`` = anomalies | facts).
