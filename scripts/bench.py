@@ -239,7 +239,7 @@ class Target:
         inner = ["--inner", kind, str(data), str(out)]
         env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
         if not self.master:
-            env["DELIVERY_AUDIT_DRIVER_MEMORY"] = os.environ.get("BENCH_DRIVER_MEMORY", "12g")
+            env["DELIVERY_AUDIT_DRIVER_MEMORY"] = os.environ.get("BENCH_DRIVER_MEMORY", "4g")
             return [sys.executable, __file__, *inner], env
         import spark_cluster
 

@@ -16,9 +16,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.ansi.enabled": "true",
-    # detection hash partitions its rows by key once (detection/prepared.py); a join by
-    # identity or by (group, identity) of two sides so partitioned needs no exchange of
-    # either side (Spark's default asks for every join key in the partitioning)
+    # detection's passes hash partition their rows once (detection/routes.py: by key in
+    # pass 1); a join by identity of two sides so partitioned needs no exchange of either
+    # side (Spark's default asks for every join key in the partitioning)
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
     # a JSON object with a repeated key: the last one wins, in both JSON readers
     "spark.sql.variant.allowDuplicateKeys": "true",
@@ -80,10 +80,10 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
 # source), not by the input files, whose size depends on their format: about this much
 # staged Parquet per shuffle partition (1M messages stage ~134 MiB)
 STAGED_BYTES_PER_SHUFFLE_PARTITION = 64 * 1024 * 1024
-# no adaptive execution unless pinned: detection reads its cached by-key rows by their hash
-# partitioning (detection/prepared.py), and a plan cached under adaptive execution no
-# longer states its partitioning, so every read of it shuffled again (1M messages: 3
-# more exchanges of the cached rows). Before the two-pass detection it already cost more
+# no adaptive execution unless pinned: each detection pass reads the previous pass's
+# exchanged rows, checkpointed, by their hash partitioning (detection/routes.py), and a
+# plan checkpointed under adaptive execution no longer states its partitioning, so every
+# read of it would shuffle again. Before the two-pass detection it already cost more
 # than it saved: each shuffle stage a job of its own (1M detection 71.1 s with it,
 # 53.4-57.5 s without; a small audit 259 jobs with it, 125 without)
 # below this much input Spark evaluates expressions interpreted instead of compiling them:
