@@ -427,8 +427,17 @@ def _leave_evidence(ledger: DataFrame, leaves: list[tuple[str, str, int]],
         [(g, m, t, t - lookback.get(g, 0), settings[g]["max.poll.records"])
          for g, m, t in leaves],
         "l_group string, l_member string, l_t long, l_from long, l_mpr int")
-    att = ledger.select("group_id", "member_id", _ms("started_ts").alias("s"),
-                        _ms("finished_ts").alias("f"))
+    # only the leavers' rows in the leaves' lookback: a superset of what the join keeps
+    # (the join checks each pair and range), read with filters instead of shuffling the
+    # whole ledger (10M messages: 58 s of shuffle for a few thousand rows)
+    groups = sorted({g for g, _, _ in leaves})
+    members = sorted({m for _, m, _ in leaves})
+    lo = min(t - lookback.get(g, 0) for g, _, t in leaves)
+    hi = max(t for _, _, t in leaves)
+    att = (ledger.filter(F.col("group_id").isin(*groups) & F.col("member_id").isin(*members))
+           .select("group_id", "member_id", _ms("started_ts").alias("s"),
+                   _ms("finished_ts").alias("f"))
+           .filter(F.col("s").between(lo, hi)))
     # shuffle joins, never broadcasts: a broadcast is a Spark job of its own
     j = att.join(table.hint("merge"), on=(F.col("group_id") == F.col("l_group"))
                  & (F.col("member_id") == F.col("l_member")) & (F.col("s") <= F.col("l_t"))
