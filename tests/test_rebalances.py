@@ -194,3 +194,30 @@ def test_round_one_shares_one_collect_with_the_insights(spark, inputs, report):
                             i["anomalies"], round1=results) == report
     assert build_insights(results, WINDOW) == compute_insights(i["anomalies"], i["frames"],
                                                                WINDOW)
+
+
+def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
+    """A leave's evidence is the leaver's attempts in its lookback, whether the ledger is
+    narrowed exactly (few leaves) or by a superset that the join then decides."""
+    from datetime import UTC, datetime, timedelta
+
+    import delivery_audit.rebalances as rb
+
+    t0 = datetime(2026, 11, 19, 10, 0, tzinfo=UTC)
+    rows = [("g", m, t0 + timedelta(seconds=s), t0 + timedelta(seconds=s + 1))
+            for m in ("m1", "m2") for s in range(0, 600, 60)]
+    rows.append(("other", "m1", t0, t0))  # another group's member of the same name
+    ledger = spark.createDataFrame(
+        rows, "group_id string, member_id string, started_ts timestamp, finished_ts timestamp")
+    leave_ms = int((t0 + timedelta(seconds=300)).timestamp() * 1000)
+    settings = {"g": {"max.poll.interval.ms": 60_000, "session.timeout.ms": 60_000,
+                      "max.poll.records": 10}}
+    got = {}
+    for exact in (256, 0):
+        monkeypatch.setattr(rb, "_EXACT_LEAVES", exact)
+        got[exact] = [r.asDict() for r in rb._leave_evidence(
+            ledger, [("g", "m1", leave_ms)], settings).collect()]
+    # lookback 2 × 60 s + 60 s = 180 s: m1's starts at 120, 180, 240, 300 s
+    assert [(r["l_member"], r["attempts"], r["max_gap"]) for r in got[256]] == [
+        ("m1", 4, 60_000)]
+    assert got[0] == got[256]
