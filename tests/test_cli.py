@@ -88,11 +88,11 @@ def test_accounting_with_quarantine(audited, spark):
     assert sends[12] == "not valid JSON"
     assert sends[13] == "missing required field 'seq'"
     assert sends[14].startswith("field 'status': wrong type (bool)")
-    broker = {r["row"]: r["reason"] for r in by_source["broker"]}
-    assert broker[8] == "field 'offset': not an integer 'x'"
-    assert broker[9] == "missing required field 'topic'"
-    assert "missing required field 'offset'" in broker[10]
-    assert broker[11] == "duplicate of line 6"
+    broker = {r["row"]: r["reason"] for r in by_source["broker"]}  # CSV: line 1 is the header
+    assert broker[9] == "field 'offset': not an integer 'x'"
+    assert broker[10] == "missing required field 'topic'"
+    assert broker[11] == "cells do not match the header's 6 columns"  # RFC 4180
+    assert broker[12] == "duplicate of line 7"
     ledger = {r["row"]: r["reason"] for r in by_source["ledger"]}
     assert ledger == {8: "not valid JSON", 9: "missing required field 'member_id'",
                       10: "field 'offset': not an integer 'abc'"}

@@ -266,8 +266,8 @@ def jsonl_line(kind: str, rnd: random.Random, source: str, i: int, b: Batch) -> 
         row["k" * size] = 1
         b.add(Line(_json(row), expect="valid" if size < 50_000 else "bad"))
     elif kind == "invalid_utf8":
-        # inside a string value: replaced by U+FFFD, still a string
-        b.add(Line(_splice(_json(row), rnd, rnd.choice(INVALID_UTF8), source), expect="valid"))
+        # inside a string value: never decoded lossily, the line is quarantined (rule 4)
+        b.add(Line(_splice(_json(row), rnd, rnd.choice(INVALID_UTF8), source), expect="bad"))
     elif kind == "nul_raw":
         b.add(Line(_splice(_json(row), rnd, b"\x00", source), expect="bad"))
     elif kind == "nul_escaped":
@@ -317,9 +317,8 @@ def jsonl_line(kind: str, rnd: random.Random, source: str, i: int, b: Batch) -> 
         b.add(Line(_json(row), end=b"\r\n", expect="valid"))
     elif kind == "cr":
         b.add(Line(_json(row), end=b"\r", expect="valid"))
-    elif kind == "bom":  # a BOM opens the file; anywhere else it is a bad character
-        first = not b.lines
-        b.add(Line(b"\xef\xbb\xbf" + _json(row), expect="valid" if first else "bad"))
+    elif kind == "bom":  # a BOM opens a file, or a line (where a file began: files joined)
+        b.add(Line(b"\xef\xbb\xbf" + _json(row), expect="valid"))
     elif kind == "leading_ws":
         b.add(Line(rnd.choice([b" ", b"\t", b" \t "]) + _json(row) + b" \t",
                    expect="valid"))
@@ -369,7 +368,7 @@ def _norm(text: str) -> str:
 
 
 def _decoded(line: Line, first: bool) -> str:
-    data = line.data[3:] if first and line.data.startswith(b"\xef\xbb\xbf") else line.data
+    data = line.data[3:] if line.data.startswith(b"\xef\xbb\xbf") else line.data
     return data.decode("utf-8", errors="replace")
 
 
@@ -507,7 +506,7 @@ EDGE_CSV = {"int": ["0", "007", "2147483647", "2147483648", "9223372036854775807
             "enum": ["", "ACKED", "Success", "COMMIT"], "bool": ["TRUE", "False", "", "1"]}
 
 CSV_MUTATIONS = ["none", "none", "none", "truncate", "bad_value", "edge_value", "huge",
-                 "invalid_utf8", "nul", "blank_before", "crlf", "cr", "quote", "extra_cells",
+                 "invalid_utf8", "nul", "blank_before", "crlf", "cr", "quoted", "extra_cells",
                  "fewer_cells", "header_row", "dup_row", "many_cells"]
 HOSTILE_COLUMNS = ["a`b", "a.b", "_metadata", "_file", "_pos", "", " topic", "Ä ö", "x y"]
 
@@ -539,7 +538,9 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
     elif kind == "truncate":
         data = _csv_line(cells())
         cut = data.index(b",") + 1 if b"," in data else len(data)
-        b.add(Line(data[:rnd.randrange(cut, len(data))], expect="any", marker=marker))
+        # not inside a quoted field: an open quote runs on over the next lines (RFC 4180)
+        ends = [k for k in range(cut, len(data)) if data[:k].count(b'"') % 2 == 0]
+        b.add(Line(data[:rnd.choice(ends or [cut])], expect="any", marker=marker))
     elif kind in ("bad_value", "edge_value"):
         f = rnd.choice(list(fields.values()))
         kind_ = KIND[f.kind]
@@ -551,8 +552,10 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
         if not pool:
             pool, kind = EDGE_CSV[kind_], "edge_value"
         row[f.name] = rnd.choice(pool)
-        b.add(Line(_csv_line(cells()), expect="bad" if kind == "bad_value" else "any",
-                   marker=marker))
+        # a column named twice in the header is ambiguous: the field is absent
+        absent = header.count(f.name) > 1
+        b.add(Line(_csv_line(cells()), expect="bad" if kind == "bad_value" and not absent
+                   else "any", marker=marker))
     elif kind == "huge":
         names = [n for n in ("producer_id", "error", "detail", "key", "member_id")
                  if n in fields and n in header]
@@ -570,7 +573,8 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
         junk = rnd.choice(INVALID_UTF8) if kind == "invalid_utf8" else b"\x00"
         start = len(_csv_line(cells()[:header.index(name)])) + 1
         at = data.index(value, start) + 1
-        b.add(Line(data[:at] + junk + data[at:], expect="valid", marker=marker))
+        b.add(Line(data[:at] + junk + data[at:],
+                   expect="bad" if kind == "invalid_utf8" else "valid", marker=marker))
     elif kind == "blank_before":
         for _ in range(rnd.randrange(1, 3)):
             b.add(Line(rnd.choice([b"", b" ", b"\t"])))
@@ -578,15 +582,18 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
     elif kind in ("crlf", "cr"):
         b.add(Line(_csv_line(cells()), end=b"\r\n" if kind == "crlf" else b"\r",
                    expect="valid", marker=marker))
-    elif kind == "quote":
-        data = _csv_line(cells())
-        k = data.index(b",") + 1
-        b.add(Line(data[:k] + b'"' + data[k:], expect="any", marker=marker))
-    elif kind == "extra_cells":
-        b.add(Line(_csv_line(cells() + ["e1", "e2"]), expect="any", marker=marker))
+    elif kind == "quoted":  # RFC 4180 quoting, as csv.writer emits it: quotes doubled
+        names = [n for n in ("producer_id", "error", "detail", "key", "member_id")
+                 if n in fields and n in header]
+        if names:
+            row[rnd.choice(names)] = rnd.choice(['{"a": 1, "b": 2}', 'say "hi", then go',
+                                                 '""', '","', 'a,"b",c'])
+        b.add(Line(_csv_line(cells()), expect="valid", marker=marker))
+    elif kind == "extra_cells":  # RFC 4180: every record has the header's fields
+        b.add(Line(_csv_line(cells() + ["e1", "e2"]), expect="bad", marker=marker))
     elif kind == "fewer_cells":
         c = cells()
-        b.add(Line(_csv_line(c[:rnd.randrange(1, len(c))]), expect="any", marker=marker))
+        b.add(Line(_csv_line(c[:rnd.randrange(1, len(c))]), expect="bad", marker=marker))
     elif kind == "header_row":  # a repeated header (concatenated files): not a row of data
         b.add(Line(_csv_line(header), expect="bad", marker="row_id"))
     elif kind == "dup_row":
@@ -598,7 +605,7 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
             data = first.data.replace(first.marker.encode() + b",", marker.encode() + b",", 1)
             b.add(Line(data, expect="dup", dup_of=k, marker=marker))
     elif kind == "many_cells":
-        b.add(Line(_csv_line(cells() + ["z"] * 25_000), expect="any", marker=marker))
+        b.add(Line(_csv_line(cells() + ["z"] * 25_000), expect="bad", marker=marker))
     else:  # pragma: no cover
         raise AssertionError(kind)
 
@@ -628,7 +635,7 @@ def test_csv_hostile_rows(spark, tmp_path_factory, source, plan, seed, files, bo
         path.write_bytes(gzip.compress(data) if gz else data)
         written[str(path)] = lines
     result, quarantine, n_valid = run_ingest(spark, source, sorted(written))
-    check_ingested(result, quarantine, written, n_valid, "csv")
+    check_ingested(result, quarantine, written, n_valid, "line")
 
 
 # ------------------------------------------------------------------------- Parquet

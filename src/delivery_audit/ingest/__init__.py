@@ -30,10 +30,10 @@ from ..config import AuditConfig
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from ..window import AuditWindow
 from .dedup import compared_values, fingerprint, later_copies
-from .files import ADAPTER_FORMATS, InputError, ResolvedInput, resolve
+from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format, resolve
 from .parsing import typed_rows
 from .pruning import Bounds
-from .tokens import exact_for, read_tokens, uses_row_index
+from .tokens import exact_for, read_tokens
 
 __all__ = ["Bounds", "Ingested", "Ingestion", "InputError", "ingest", "ingest_all", "resolve",
            "empty_source", "read_bounds"]
@@ -121,7 +121,15 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
         files, extra_counts = convert(fmt, source, list(resolved.files),
                                       list(resolved.origins), adapted, config, window=window)
         fmt = "jsonl"
-    rows = typed_rows(read_tokens(spark, fmt, files, source), source, exact_for(fmt, source))
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        groups.setdefault(file_format(fmt, f), []).append(f)
+    # each format by its own reader and rules: the typed rows have the same columns
+    typed = [typed_rows(read_tokens(spark, g, group, source), source, exact_for(g, source))
+             for g, group in sorted(groups.items())]
+    rows = typed[0]
+    for other in typed[1:]:
+        rows = rows.unionByName(other)
     parsed = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
         "_file", "_block", "_pos",
@@ -171,14 +179,14 @@ def _staged_size(root: Path) -> tuple[int, int]:
 @dataclass
 class _Splits:
     """Where each input split starts, for line numbers (text formats number lines across the
-    splits of a file)."""
+    splits of a file). Rows whose ``_block`` is −1 carry their number (``_pos`` + 1):
+    Parquet's row index, an adapter's original line."""
 
-    row_index: bool  # Parquet: the row index is the row number
     first: dict[tuple[str, int], int]
     before: dict[tuple[str, int], int]
 
     @classmethod
-    def of(cls, rows: list[dict], row_index: bool) -> _Splits:
+    def of(cls, rows: list[dict]) -> _Splits:
         first: dict[tuple[str, int], int] = {}
         count: dict[tuple[str, int], int] = {}
         for r in rows:
@@ -191,10 +199,10 @@ class _Splits:
         for k in sorted(count):
             before[k] = running.get(k[0], 0)
             running[k[0]] = before[k] + count[k]
-        return cls(row_index, first, before)
+        return cls(first, before)
 
     def line(self, file: str, block: int, pos: int) -> int:
-        if self.row_index or block < 0:
+        if block < 0:
             return pos + 1
         k = (file, block)
         return self.before[k] + pos - self.first[k] + 1
@@ -221,7 +229,7 @@ def _quarantine_frame(st: Staged, staged: DataFrame, splits: _Splits,
     source, pairs = st.source, _origin_pairs(st.resolved)
     bad = staged.filter(F.col("_status") == "quarantined")
     row = F.col("_pos") + 1
-    if not splits.row_index and splits.first:  # line = lines before the split + index in it
+    if splits.first:  # line = lines before the split + index in it
         shift = {f"{f}|{b}": splits.before[(f, b)] - splits.first[(f, b)] + 1
                  for f, b in splits.first}
         split_key = F.concat_ws("|", F.col("_file"), F.col("_block").cast("string"))
@@ -322,7 +330,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
     rewritten: dict[str, DataFrame] = {}
     for s, st in staged.items():
         splits_rows = got[f"{s}:splits"]
-        splits = _Splits.of(splits_rows, uses_row_index(st.fmt))
+        splits = _Splits.of(splits_rows)
         by_status = dict.fromkeys(STATUSES, 0)
         for r in splits_rows:
             by_status[r["_status"]] += int(r["n"])

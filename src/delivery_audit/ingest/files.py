@@ -49,6 +49,14 @@ def detect_format(path: str) -> str:
     return "jsonl"
 
 
+MIXED = "mixed"  # a source whose files are of several canonical formats
+
+
+def file_format(fmt: str, path: str) -> str:
+    """The format one file of a source is read in."""
+    return detect_format(path) if fmt == MIXED else fmt
+
+
 def _check_magic(path: str, fmt: str) -> None:
     """Fail early, naming the file, when a file is not what its name says."""
     try:
@@ -228,19 +236,18 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
     if not files:  # every matching file is outside the bounds: an empty source
         return ResolvedInput(source, fmt or "jsonl", (), (), 0, pruned)
     formats = {fmt or detect_format(f) for f in files}
-    if len(formats) > 1:
-        raise InputError(f"{source}: files of several formats {sorted(formats)}; "
-                         "give one format per source")
-    chosen = formats.pop()
+    # files named .jsonl, .csv and .parquet may feed one source together (each is read by
+    # its own reader); a --format names one format for all of them
+    chosen = MIXED if len(formats) > 1 else formats.pop()
     if chosen in ADAPTER_FORMATS and source not in ADAPTER_FORMATS[chosen]:
         raise InputError(f"{source}: format {chosen!r} does not carry {source} "
                          f"(it feeds {', '.join(ADAPTER_FORMATS[chosen])})")
-    if chosen not in FORMATS and chosen not in ADAPTER_FORMATS:
+    if chosen not in (*FORMATS, MIXED) and chosen not in ADAPTER_FORMATS:
         known = ", ".join([*FORMATS, *ADAPTER_FORMATS])
         raise InputError(f"{source}: unknown format {chosen!r} (one of {known})")
     for f, origin in zip(files, origins, strict=True):
         try:
-            _check_magic(f, chosen if chosen in FORMATS else "text")
+            _check_magic(f, file_format(chosen, f) if chosen in (*FORMATS, MIXED) else "text")
         except InputError as exc:  # name the file as the user did (s3://…), not its copy
             text = str(exc)
             if f == origin or not text.startswith(f):

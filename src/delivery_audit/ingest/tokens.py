@@ -105,6 +105,33 @@ def _known_kind(value: X, kind: str) -> X:
     return S.when(value.isNull(), S.lit("null")).otherwise(S.lit(kind))
 
 
+# A text line (JSON Lines) or CSV record longer than this is quarantined unparsed, with its
+# own reason: parsing it (Jackson, VARIANT) would hold several copies of it in memory.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+# a BOM opens a UTF-8 file; at the start of a line it is where a file began (files joined
+# with cat): ignored there as at a file's start. Anywhere else it is a character.
+BOM = "\ufeff"
+
+
+def utf8_problem(text: X, where: str) -> X:
+    """Null when ``text`` holds valid UTF-8, else why not, naming the byte offset of the
+    first invalid byte (0-based, within ``where``). Spark keeps the bytes it read (the text
+    reader, Parquet, CSV read as ISO-8859-1 and re-encoded): they are validated here, never
+    decoded lossily (contract rule 4). The offset: the valid prefix before the first
+    replacement character ``make_valid_utf8`` puts in, after any U+FFFD of the text itself
+    is swapped for another 3-byte character (so it is not mistaken for one)."""
+    fixed = S.fn("make_valid_utf8", S.fn("replace", text, S.lit("\ufffd"), S.lit("\u2603")))
+    prefix = S.fn("substring", fixed, 1, S.fn("instr", fixed, S.lit("\ufffd")) - 1)
+    return S.when(~S.fn("is_valid_utf8", text), S.concat(
+        S.lit("not valid UTF-8 (byte offset "), S.fn("octet_length", prefix).cast("string"),
+        S.lit(f" of {where})")))
+
+
+def shown_text(text: X) -> X:
+    """Text as the quarantine table shows it: invalid UTF-8 replaced (for display only)."""
+    return S.when(S.fn("is_valid_utf8", text), text).otherwise(S.fn("make_valid_utf8", text))
+
+
 def _json_type(f: Field) -> str:
     """The type the fast JSON reading gives a field: JSON integers and booleans are typed
     by Spark's own JSON parser (any other JSON kind there marks the row corrupt: the strict
@@ -144,10 +171,13 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     ddl.append("`_corrupt` STRING")
     options = ("map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
                "'allowSingleQuotes', 'false', 'allowNonNumericNumbers', 'false')")
-    raw = _with_position(spark.read.text(files))
-    parsed = S.select(raw, "_file", "_block", "_pos", S.col("value").alias("_text"),
-                      S.raw(f"from_json(value, {S.lit(', '.join(ddl)).sql}, {options})")
-                      .alias("_j"))
+    lines = _text_lines(spark, files)
+    # a line over the size limit or not UTF-8 is not parsed at all (its reason in _lerr)
+    lined = S.select(lines, "_file", "_block", "_pos", "_text",
+                     _unusable(S.col("value"), "line").alias("_lerr"))
+    parsed = S.select(lined, "_file", "_block", "_pos", "_text", "_lerr", S.raw(
+        f"from_json(CASE WHEN _lerr IS NULL THEN _text END, {S.lit(', '.join(ddl)).sql}, "
+        f"{options})").alias("_j"))
 
     def j(n: str) -> X:
         return S.col(f"_j.{n}")
@@ -161,7 +191,9 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     origin_line = j("__line").try_cast("bigint")
     adapted = j("__file").isNotNull() & origin_line.isNotNull()
     adapter_error = j("__error") if adapter_output else S.lit(None).cast("string")
-    err = S.when(failed | ~flat, S.lit("rejected by the fast reader")).otherwise(adapter_error)
+    lerr = S.col("_lerr")
+    err = (S.when(lerr.isNotNull(), lerr)
+           .when(failed | ~flat, S.lit("rejected by the fast reader")).otherwise(adapter_error))
     cols: list[X] = []
     for f in fields:
         v = j(f.name)
@@ -177,13 +209,13 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
             S.when(adapted, j("__file")).otherwise(S.col("_file")).alias("_file"),
             S.when(adapted, S.lit(-1).cast("bigint")).otherwise(S.col("_block")).alias("_block"),
             S.when(adapted, origin_line - 1).otherwise(S.col("_pos")).alias("_pos")]
+    line = _shown_line(S.col("_text"), lerr)
     return S.select(
         parsed, *position,
-        S.when(failed, S.col("_text").rlike(r"^[ \t]*$")).otherwise(S.lit(False))
-        .alias("_blank"),
-        (S.coalesce(j("__raw"), S.col("_text")) if adapter_output else S.col("_text"))
-        .alias("_raw"),
-        "_text", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
+        S.when(failed & lerr.isNull(), S.col("_text").rlike(r"^[ \t]*$"))
+        .otherwise(S.lit(False)).alias("_blank"),
+        (S.coalesce(j("__raw"), line) if adapter_output else line).alias("_raw"),
+        "_text", "_lerr", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 
 def _variant_error() -> X:
@@ -198,7 +230,8 @@ def _variant_error() -> X:
         (S.raw("json_array_length('[' || _text || ']')") == 1)
         & (S.raw("json_array_length('[' || _text || ',0]')") == 2), S.lit(False))
     return (
-        S.when(S.col("_v").isNull(), S.lit("not valid JSON"))
+        S.when(S.col("_lerr").isNotNull(), S.col("_lerr"))
+        .when(S.col("_v").isNull(), S.lit("not valid JSON"))
         .when(~S.col("_text").rlike(r"^[ \t]*\{"), S.lit("not a JSON object"))
         .when(~one_value, S.lit("not valid JSON: content after the object"))
         .otherwise(S.col("_aerr"))
@@ -211,50 +244,134 @@ def _input_error(message: str) -> Exception:
     return InputError(message)
 
 
-def _csv_groups(files: list[str]) -> dict[str, list[str]]:
-    """Group CSV files by their header line, so each group is read with its own columns."""
+def _csv_header(path: str) -> tuple[str, ...]:
+    """A CSV file's column names: its first record, read as RFC 4180 (a BOM at the start
+    dropped; invalid bytes in a name replaced: no canonical name holds them)."""
+    import csv
     import gzip
     import zlib
 
-    groups: dict[str, list[str]] = defaultdict(list)
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:
+            return tuple(next(csv.reader(fh), []))
+    except (OSError, EOFError, zlib.error, csv.Error) as exc:
+        raise _input_error(f"{path}: cannot be read: {exc}") from exc
+
+
+def _csv_groups(files: list[str]) -> dict[tuple[str, ...], list[str]]:
+    """Group CSV files by their header, so each group is read with its own columns."""
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for path in files:
-        opener = gzip.open if path.lower().endswith(".gz") else open
-        try:
-            with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-                header = fh.readline().strip()
-        except (OSError, EOFError, zlib.error) as exc:
-            raise _input_error(f"{path}: cannot be read: {exc}") from exc
-        groups[header].append(path)
+        groups[_csv_header(path)].append(path)
     return groups
 
 
-# univocity's default (20,480) aborts the whole file on one line with more fields, and a
-# count does not parse the columns, so the failure would surface late, outside the
-# read's error handling; a row with more fields is still a bad row, not a bad file
-_CSV_MAX_COLUMNS = "1000000"
+def _text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """Text files as lines with their position, the bytes as read (Hadoop's line reader:
+    ``\n``, ``\r\n`` or ``\r`` end a line); ``_text``: the line without a BOM opening it
+    (where a file began), ``value``: the line as read."""
+    raw = _with_position(spark.read.text(files))
+    value = S.col("value")
+    text = S.when(S.fn("startswith", value, S.lit(BOM)), S.fn("substr", value, 2)).otherwise(value)
+    return S.select(raw, "_file", "_block", "_pos", "value", text.alias("_text"))
+
+
+def _unusable(text: X, what: str) -> X:
+    """Why a line or record cannot be parsed at all (over the size limit, not UTF-8; never
+    parsed then), or null."""
+    size = S.fn("octet_length", text)
+    return S.when(size > MAX_LINE_BYTES, S.concat(
+        S.lit(f"{what} of "), size.cast("string"),
+        S.lit(f" bytes, over the {MAX_LINE_BYTES >> 20} MiB limit"))
+    ).otherwise(utf8_problem(text, f"the {what}"))
+
+
+def _shown_line(text: X, err: X) -> X:
+    """A line (record) as the quarantine shows it: invalid bytes replaced, one over the size
+    limit cut to its first 1,000 characters."""
+    return (S.when(err.isNull(), text)
+            .when(S.fn("octet_length", text) > MAX_LINE_BYTES,
+                  S.concat(S.fn("substring", shown_text(text), 1, 1000), S.lit("…")))
+            .otherwise(shown_text(text)))
+
+
+# A quote that opens or closes a quoted field (RFC 4180): at a line's start or end, or next to
+# a comma (each quote counted once: "," is a closing and an opening quote), once doubled quotes ("" inside a quoted field) are removed. A line with an odd
+# number of them ends inside a quoted field: the record goes on on the next line. A quote
+# inside an unquoted field (ab"c, not RFC 4180 but common) is not one of them.
+_FIELD_QUOTE = r'(?<=^|,)"|"(?=,|$)'
+
+
+def _csv_records(lines: DataFrame) -> DataFrame:
+    """Lines of CSV files → records (RFC 4180: a quoted field may hold line breaks), with
+    the physical line each starts at (``_line_no``, 1-based) and its number in the file
+    (``_rec``, the header is 1). One shuffle: lines are ordered per file by a window."""
+    structural = S.fn("regexp_count",
+                      S.fn("regexp_replace", S.col("_text"), S.lit('""'), S.lit("")),
+                      S.lit(_FIELD_QUOTE))
+    odd = S.fn("pmod", structural, S.lit(2))
+    order = ["_block", "_pos"]
+    numbered = S.select(
+        lines, "_file", "_text",
+        S.over("row_number()", ["_file"], order).alias("_n"),
+        S.coalesce(S.over(f"sum({odd.sql})", ["_file"], order, S.BEFORE), S.lit(0))
+        .alias("_open"))
+    starts = S.select(numbered, "*", S.over(
+        "sum(CASE WHEN pmod(_open, 2) = 1 THEN 0 ELSE 1 END)", ["_file"], ["_n"], S.UPTO)
+        .alias("_rec"))
+    return (starts.groupBy("_file", "_rec").agg(
+        F.min("_n").alias("_line_no"), F.count(F.lit(1)).alias("_lines"),
+        F.expr("array_join(transform(sort_array(collect_list(struct(_n, _text))), "
+               "x -> x._text), '\n')").alias("_text")))
+
+
+# univocity's default (20,480) fails the whole task on one record with more cells; such a
+# record is a bad row ("cells do not match the header"), not a bad file
+_CSV_MAX_COLUMNS = 1_000_000
 
 
 def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    """CSV: every value is text of kind string (an empty cell is null)."""
+    """CSV as RFC 4180 (contract §2): a header row, fields quoted with ``"`` when they hold
+    commas, quotes or line breaks, a quote inside a quoted field doubled, any line ending;
+    an empty cell is null. Every value is text of kind string.
+
+    Lines are read as bytes (:func:`_text_lines`: UTF-8 validated, never decoded lossily),
+    joined into records where a quoted field spans lines (:func:`_csv_records`), and each
+    record parsed by Spark's ``from_csv``. A record's row number is the line it starts at,
+    as for JSON Lines; the header and blank lines are not rows. A record whose cells do not
+    match the header is quarantined (RFC 4180: every record has the header's fields)."""
     frames = []
-    for _header, group in _csv_groups(files).items():
-        df = (
-            spark.read.option("header", "true").option("inferSchema", "false")
-            .option("mode", "PERMISSIVE").option("multiLine", "false")
-            .option("maxColumns", _CSV_MAX_COLUMNS)
-            .csv(group)
-        )
-        data_cols = _data_columns(df)
-        present = set(data_cols)
-        df = _with_position(df)
+    for header, group in _csv_groups(files).items():
+        names = [n for n in header if header.count(n) == 1]  # a repeated name: ambiguous
+        cell = {n: f"_c{i}" for i, n in enumerate(header) if n in names}
+        ddl = ", ".join([f"_c{i} STRING" for i in range(len(header))] + ["_corrupt STRING"])
+        options = ("map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
+                   f"'quote', '\"', 'escape', '\"', 'maxColumns', '{_CSV_MAX_COLUMNS}', "
+                   "'ignoreLeadingWhiteSpace', 'false', 'ignoreTrailingWhiteSpace', 'false')")
+        records = _csv_records(_text_lines(spark, group))
+        records = S.select(records, "*", _unusable(S.col("_text"), "record").alias("_lerr"))
+        blank = (S.col("_rec") == 1) | (
+            (S.col("_lines") == 1) & S.col("_lerr").isNull() & S.col("_text").rlike(r"^[ \t]*$"))
+        parsed = S.select(
+            records, "_file", "_line_no", "_text", "_lerr", blank.alias("_blank"),
+            S.raw(f"from_csv(CASE WHEN _lerr IS NULL AND NOT ({blank.sql}) THEN _text END, "
+                  f"{S.lit(ddl).sql}, {options})").alias("_r"))
+        lerr = S.col("_lerr")
+        err = (S.when(S.col("_blank"), S.lit(None))
+               .when(lerr.isNotNull(), lerr)
+               .when(S.col("_r._corrupt").isNotNull(),
+                     S.lit(f"cells do not match the header's {len(header)} columns")))
         cols: list[X] = []
         for f in FIELDS[source]:
-            v = S.col(f.name) if f.name in present else S.lit(None).cast("string")
+            # (canonical names are ASCII: no invalid bytes in them)
+            v = S.col(f"_r.{cell[f.name]}") if f.name in cell else S.lit(None).cast("string")
             cols += token_columns(f, _known_kind(v, "string"), {"__s": v})
         frames.append(S.select(
-            df.select("*", _raw_json(data_cols).alias("_raw")),
-            "_file", "_block", "_pos", S.lit(False).alias("_blank"), "_raw",
-            S.lit(None).cast("string").alias("_err"), *cols,
+            parsed, "_file", S.lit(-1).cast("bigint").alias("_block"),
+            (S.col("_line_no") - 1).cast("bigint").alias("_pos"), "_blank",
+            _shown_line(S.col("_text"), lerr).alias("_raw"),
+            err.cast("string").alias("_err"), *cols,
         ))
     return _union(frames)
 
@@ -327,11 +444,13 @@ def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -
     df = df.select(
         *[F.col(quoted(c)) for c in types],
         meta.getField("file_path").alias("_file"),
-        F.lit(0).cast("long").alias("_block"),
+        F.lit(-1).cast("long").alias("_block"),  # _pos is the row index: row = _pos + 1
         meta.getField("row_index").alias("_pos"),
         _raw_json(list(types)).alias("_raw"),
     )
     cols: list[X] = []
+    problems = [utf8_problem(S.col(f.name), f"field '{f.name}'") for f in FIELDS[source]
+                if f.name in types and _parquet_kind(types[f.name]) == "string"]
     for f in FIELDS[source]:
         if f.name not in types:
             cols += token_columns(f, S.lit("null"), {}, tuple(suffixes.get(f.name, ())))
@@ -345,8 +464,9 @@ def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -
         else:  # string, number
             values = {"__s": c}
         cols += token_columns(f, _known_kind(c, kind), values, tuple(suffixes[f.name]))
+    err = S.coalesce(*problems) if problems else S.lit(None)
     return S.select(df, "_file", "_block", "_pos", S.lit(False).alias("_blank"), "_raw",
-                    S.lit(None).cast("string").alias("_err"), *cols)
+                    err.cast("string").alias("_err"), *cols)
 
 
 READERS = {"jsonl": read_jsonl, "csv": read_csv, "parquet": read_parquet}
@@ -365,7 +485,8 @@ def _exact_variant(df: DataFrame, source: str) -> DataFrame:
     slow = ~S.col("_fast")
     names = {f"{f.name}__{x}" for f in FIELDS[source] for x in ("k", "s")}
     rest = [c for c in df.columns if c not in names and c != "_err"]
-    parsed = S.select(df, *rest, S.when(slow, S.raw("try_parse_json(_text)")).alias("_v"))
+    usable = slow & S.col("_lerr").isNull()
+    parsed = S.select(df, *rest, S.when(usable, S.raw("try_parse_json(_text)")).alias("_v"))
     err = _variant_error()
     cols: list[X] = []
     for f in FIELDS[source]:
@@ -416,8 +537,3 @@ def exact_tokens(fmt: str, rows: DataFrame, source: str) -> DataFrame:
     """Tokens with exact kinds for every row (the strict path alone, as tests compare it):
     :func:`exact_for` with no row taken as plainly valid."""
     return exact_for(fmt, source)(rows.withColumn("_fast", F.lit(False)))
-
-
-def uses_row_index(fmt: str) -> bool:
-    """Parquet rows carry their index; text formats need the split table for line numbers."""
-    return fmt == "parquet"
