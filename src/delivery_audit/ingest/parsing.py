@@ -71,11 +71,25 @@ def _in_years_1_to_9999(ts: X) -> X:
                              S.fn("timestamp_micros", S.lit(_MS_MAX * 1000 + 999))), ts)
 
 
+# ISO-8601 (rule 1): a date, a time and an offset, each optional after the date; a sign and
+# more year digits are read too, so that such a year is "out of range", not "not a
+# timestamp". Spark's cast alone takes more (zone names such as "PST", "Europe/Berlin"):
+# those are not ISO-8601 and quarantine the row.
+ISO_8601 = (r"^[+-]?[0-9]{4,}-[0-9]{2}-[0-9]{2}"
+            r"([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?)?"
+            r"([Zz]|[+-][0-9]{2}(:?[0-9]{2}(:?[0-9]{2})?)?)?$")
+
+
+def _iso_text(kind: X, text: X) -> X:
+    """A timestamp's text is ISO-8601 (a native timestamp renders as such)."""
+    return (kind == "timestamp") | ((kind == "string") & text.rlike(ISO_8601))
+
+
 def _timestamp_value(kind: X, text: X, ms_text: X) -> X:
     """Epoch milliseconds (integer or all-digit string) or ISO-8601 text."""
     ms = ms_text.try_cast("long")
     ms_ok = ms.between(S.lit(_MS_MIN), S.lit(_MS_MAX))
-    iso = S.when(kind.isin("string", "timestamp") & ms_text.isNull(),
+    iso = S.when(_iso_text(kind, text) & ms_text.isNull(),
                  _in_years_1_to_9999(text.try_cast("timestamp")))
     return S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, ms))).otherwise(iso)
 
@@ -85,8 +99,7 @@ def _timestamp_problem(kind: X, text: X, ms_text: X, value: X) -> X:
         S.when(kind.isin("bool", "other"), S.concat(S.lit("wrong type ("), kind, S.lit(")")))
         .when(ms_text.isNotNull() & value.isNull(),
               S.concat(S.lit("epoch ms out of range "), _shown(text)))
-        .when(value.isNull() & kind.isin("string", "timestamp")
-              & text.try_cast("timestamp").isNotNull(),
+        .when(value.isNull() & _iso_text(kind, text) & text.try_cast("timestamp").isNotNull(),
               S.concat(S.lit("timestamp out of range (years 1-9999) "), _shown(text)))
         .when(value.isNull(), S.concat(S.lit("not a timestamp "), _shown(text)))
     )
@@ -153,7 +166,6 @@ def _source_rules(source: str) -> list[X]:
 # hostile rows).
 
 _PLAIN_DIGITS = r"^[0-9]{1,18}$"
-_ISO_START = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ]"
 # the first characters of text a non-string JSON value renders as (a number, an object, an
 # array), and a quote
 _OTHER_KIND_START = ("-", *"0123456789", '"', "{", "[")
@@ -198,7 +210,7 @@ def _fast_value(f: Field, kind: X, cols: dict[str, X]) -> X:
             digits = text.rlike(_PLAIN_DIGITS) & (S.fn("length", text) < 15)  # < _MS_MAX
             branches += [
                 (textual & digits, S.fn("timestamp_millis", text.try_cast("long"))),
-                (textual & text.rlike(_ISO_START),
+                (textual & text.rlike(ISO_8601),
                  _in_years_1_to_9999(text.try_cast("timestamp")))]
     elif f.kind == "enum":
         if text is not None:

@@ -296,10 +296,11 @@ def _shown_line(text: X, err: X) -> X:
             .otherwise(shown_text(text)))
 
 
-# A quote that opens or closes a quoted field (RFC 4180): at a line's start or end, or next to
-# a comma (each quote counted once: "," is a closing and an opening quote), once doubled quotes ("" inside a quoted field) are removed. A line with an odd
-# number of them ends inside a quoted field: the record goes on on the next line. A quote
-# inside an unquoted field (ab"c, not RFC 4180 but common) is not one of them.
+# A quote that opens or closes a quoted field (RFC 4180): at a line's start or end, or next
+# to a comma (each quote counted once: "," is a closing and an opening quote), once doubled
+# quotes ("" inside a quoted field) are removed. A line with an odd number of them ends
+# inside a quoted field: the record goes on on the next line. A quote inside an unquoted
+# field (ab"c, not RFC 4180 but common) is not one of them.
 _FIELD_QUOTE = r'(?<=^|,)"|"(?=,|$)'
 
 
