@@ -18,6 +18,11 @@ run this venv's Python). BENCH_MASTER=cluster starts a local standalone cluster 
 BENCH_WORKER_MEMORY=2g each, on 127.0.0.1) and stops it afterwards. The peak memory is then the
 driver's alone (the executors run in the workers' process trees).
 
+Before them, as a user runs it (`delivery-audit run`, a cold process, peak PSS of its whole
+process tree, the JVM included): a small day (BENCH_SMALL_DAY messages, default 20,000; 0
+skips it) and the hostile corpus (BENCH_HOSTILE hostile lines per source, default 1,000; 0
+skips it), every line of which is checked. BENCH_ONLY_SMALL=1 stops after these two.
+
 Scaling: BENCH_SCALE=1000000,3000000,10000000 runs the measurement at each size (data is
 generated once per size under BENCH_DIR and reused) and ends with one table: messages,
 audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver
@@ -174,18 +179,43 @@ def cold_cli_day(messages: int, work: Path) -> None:
            "--config", str(data / "config.yaml"), "--start", START.isoformat(), "--end", END,
            "--out", str(out)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode not in (0, 3):
-        sys.stderr.write(proc.stderr[-4000:])
-        raise SystemExit(f"the {messages}-message audit failed ({proc.returncode})")
+    wall, peak, _ = run_measured(cmd, env)
     report = json.loads(next(out.rglob("report.json")).read_text())
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     counts = {k: v["count"] for k, v in report["anomalies"].items()}
     print(f"\ncold whole-process audit of a {messages:,}-message day (delivery-audit run): "
-          f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, counts match truth: "
-          f"{counts == truth}", flush=True)
+          f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, peak PSS of the process "
+          f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}", flush=True)
+
+
+def hostile_run(per_source: int, work: Path) -> None:
+    """The hostile corpus (delivery_audit.generator.hostile, ``per_source`` hostile lines per
+    source in every format) audited by `delivery-audit run` as a cold process: wall time, peak
+    PSS of the whole process tree, and every line's class checked (the table by kind)."""
+    import pyarrow.parquet as pq
+
+    from delivery_audit.generator.hostile import check, table_text, write_corpus
+
+    root = work / f"hostile-{per_source}"
+    corpus = write_corpus(root / "data", per_source, seed=21)
+    size = sum(Path(f).stat().st_size for fs in corpus.files.values() for f in fs)
+    out = root / "reports"
+    cli = str(Path(sys.executable).parent / "delivery-audit")
+    cmd = [cli, "run", *[x for s, fs in corpus.files.items() for f in fs for x in (f"--{s}", f)],
+           "--start", START.isoformat(), "--end", END, "--out", str(out)]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    wall, peak, _ = run_measured(cmd, env)
+    report_dir = next(out.rglob("report.json")).parent
+    report = json.loads((report_dir / "report.json").read_text())
+    checked = check(corpus, report, pq.read_table(report_dir / "quarantine").to_pylist())
+    rows = sum(len(corpus.rows(s)) for s in corpus.files)
+    print(f"\nhostile run: {per_source:,} hostile lines per source, {rows:,} rows, "
+          f"{size / 2**20:.0f} MiB in {sum(len(f) for f in corpus.files.values())} files: "
+          f"{wall:.1f} s, peak PSS of the process tree (JVM included) {_gb(peak)}, "
+          f"misclassified lines {sum(c['misclassified'] for c in checked.table.values())}")
+    print(table_text(checked))
+    for p in checked.problems[:20]:
+        print("  " + p)
 
 
 def _gb(n: int) -> str:
@@ -324,6 +354,11 @@ def main() -> None:
         small = int(os.environ.get("BENCH_SMALL_DAY", "20000"))
         if small and not target.master:
             cold_cli_day(small, work)
+        hostile = int(os.environ.get("BENCH_HOSTILE", "1000"))
+        if hostile and not target.master:
+            hostile_run(hostile, work)
+        if os.environ.get("BENCH_ONLY_SMALL") == "1":
+            return
         for messages in sizes:
             for fmt in formats:
                 m = measure(messages, fmt, work, target)

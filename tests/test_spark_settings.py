@@ -68,3 +68,20 @@ def test_environment_pins_the_settings(session, monkeypatch):
     tune_for_staged(session, 10 * GiB)
     assert _settings(session)["wholeStage"] == "false"
     assert _settings(session)["enabled"] == "false"
+
+
+def test_the_driver_heap_follows_the_input(monkeypatch, tmp_path):
+    from delivery_audit.ingest.files import local_size
+    from delivery_audit.spark import driver_memory_for
+
+    monkeypatch.delenv("DELIVERY_AUDIT_DRIVER_MEMORY", raising=False)
+    assert driver_memory_for(15 * 2**20) == "1596m"  # a small day: the floor and a little
+    assert driver_memory_for(116 * 2**20) == "2000m"
+    assert driver_memory_for(700 * 2**20) == "4096m"  # the cap
+    assert driver_memory_for(None) == "4096m"  # unknown (S3): the cap
+    monkeypatch.setenv("DELIVERY_AUDIT_DRIVER_MEMORY", "3g")
+    assert driver_memory_for(1) == "3g"
+    (tmp_path / "a.jsonl").write_bytes(b"x" * 1000)
+    (tmp_path / "b.jsonl").write_bytes(b"x" * 24)
+    assert local_size([str(tmp_path / "*.jsonl")]) == 1024
+    assert local_size([str(tmp_path / "a.jsonl"), "s3://bucket/b.jsonl"]) is None

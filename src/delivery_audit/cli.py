@@ -129,13 +129,15 @@ def execute(req, master: str | None = None, json_out: bool = False) -> int:
     """Run an audit and print its summary; the exit code for the shell."""
     from .audit import EXIT_INPUT, run_audit
     from .ingest import InputError
+    from .ingest.files import local_size
     from .quality import prepare_in_background
     from .redaction import redact_text
     from .spark import get_spark
     from .storage import PublishError
 
     prepare_in_background()  # GX's imports overlap the JVM's start
-    spark = get_spark(master=master)
+    spark = get_spark(master=master, input_bytes=local_size(
+        [p for patterns in req.inputs.values() for p in patterns or []]))
     try:
         result = run_audit(spark, req)
     except InputError as exc:

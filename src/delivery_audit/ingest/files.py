@@ -157,6 +157,17 @@ def _expand_local(pattern: str) -> list[str]:
     return found
 
 
+def local_size(patterns: list[str]) -> int | None:
+    """The bytes of the local files the patterns match (before the window's pruning), or
+    None when a pattern names S3 (its size is not known without listing it)."""
+    total = 0
+    for pattern in patterns:
+        if "://" in pattern:
+            return None
+        total += sum(os.path.getsize(f) for f in _expand_local(pattern))
+    return total
+
+
 def _split_s3(uri: str) -> tuple[str, str]:
     rest = uri[len("s3://"):]
     bucket, _, key = rest.partition("/")
