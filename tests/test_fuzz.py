@@ -13,10 +13,12 @@ Properties, for every example:
 * rows left intact stay valid, rows broken beyond repair are quarantined, and a copy of
   an earlier row is "duplicate of line N" of that row.
 
-A Spark job per example takes seconds, so an example is a batch (40–120 rows, one or a
-few files, one ``ingest``). Examples are derandomized (the same every run);
-``FUZZ_EXAMPLES`` (``make fuzz``) raises their number, ``FUZZ_SHRINK=1`` lets
-Hypothesis shrink a failure (slow: one Spark job per step).
+An example is a batch (40–120 rows, one or a few files). A Spark job per example would take
+seconds, so the examples of a reader are written into one file set and ingested together
+(``check_many``: up to 50 per Spark run, each file checked on its own); the adapters, pure
+Python, run 10,000 small examples. Examples are derandomized (the same every run);
+``FUZZ_EXAMPLES`` (``make fuzz``) raises their number, ``FUZZ_SHRINK=1`` lets Hypothesis
+shrink a failure (slow). tests/test_hostile_bulk.py labels every line of one large corpus.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from delivery_audit.ingest import InputError, ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
 from delivery_audit.window import AuditWindow
 
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "3"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
 _PHASES = (Phase.explicit, Phase.generate) + (
     (Phase.shrink,) if os.environ.get("FUZZ_SHRINK") == "1" else ())
 
@@ -73,8 +75,8 @@ def iso(ms: int) -> str:
 
 
 def valid_row(source: str, i: int) -> dict:
-    """A valid canonical row, unique in its batch by `i` (offset/seq), inside WINDOW."""
-    ms = T0 + 1000 * i
+    """A valid canonical row, unique by `i` (offset/seq), inside WINDOW."""
+    ms = T0 + 1000 * (i % 80_000) + i // 80_000
     if source == "sends":
         return {"send_ts": ms, "topic": "orders", "key": f"k{i % 5}", "seq": i,
                 "status": "acked", "partition": i % 3, "offset": i, "ack_ts": iso(ms + 5),
@@ -448,20 +450,57 @@ def _plan(mutations: list[str]):
     return st.lists(st.sampled_from(mutations), min_size=40, max_size=120)
 
 
+# Many examples, one Spark run: Hypothesis draws a list of examples (each its own files,
+# its rows numbered from its own base so no two examples share a row), all written into
+# one file set and ingested together, every source in one ingest_all; the checks are per
+# file, so each example is checked as if it ran alone. FUZZ_EXAMPLES examples in runs of
+# at most PER_RUN.
+PER_RUN = 50
+ROWS_PER_EXAMPLE = 1000  # above any plan's length
+
+
+def many(example):
+    """The strategy of one run's examples (its size: FUZZ_EXAMPLES up to PER_RUN)."""
+    n = max(1, min(FUZZ_EXAMPLES, PER_RUN))
+    return st.lists(example, min_size=n, max_size=n)
+
+
+def many_settings() -> settings:
+    return fuzz_settings(-(-max(1, FUZZ_EXAMPLES) // PER_RUN))
+
+
+def _mutations(rnd: random.Random, mutations: list[str]) -> list[str]:
+    """An example's plan, drawn from its seed (a Hypothesis list per example would make a
+    run of many examples overrun Hypothesis's data budget)."""
+    return [rnd.choice(mutations) for _ in range(rnd.randrange(40, 121))]
+
+
+def check_many(spark, examples: list[tuple[str, dict[str, list[Line]]]], how: str,
+               work: Path) -> None:
+    """Ingest every example's files at once (a source's files together) and check each
+    file as check_ingested does."""
+    from delivery_audit.ingest import ingest_all
+
+    by_source: dict[str, dict[str, list[Line]]] = {}
+    for source, written in examples:
+        by_source.setdefault(source, {}).update(written)
+    resolved = {s: resolve(s, sorted(w)) for s, w in by_source.items()}
+    got = ingest_all(spark, resolved, WINDOW, AuditConfig(), work)
+    for s, written in by_source.items():
+        result = got.sources[s]
+        quarantine = [r.asDict() for r in result.quarantine.collect()]
+        check_ingested(result, quarantine, written, result.valid.count(), how)
+
+
 # ------------------------------------------------------------------------- JSON Lines
 
 
-@fuzz_settings()
-@given(source=st.sampled_from(SOURCES), plan=_plan(JSONL_MUTATIONS),
-       seed=st.integers(0, 2**31), files=st.integers(1, 2), gz=st.booleans(),
-       final_newline=st.booleans())
-def test_jsonl_hostile_rows(spark, tmp_path_factory, source, plan, seed, files, gz,
-                            final_newline):
+def write_jsonl_example(tmp: Path, base: int, source: str, seed: int, files: int, gz: bool,
+                        final_newline: bool) -> dict[str, list[Line]]:
     rnd = random.Random(seed)
-    tmp = tmp_path_factory.mktemp("fuzz-jsonl")
     batches = [Batch() for _ in range(files)]
-    for i, kind in enumerate(plan):
-        jsonl_line(kind, rnd, source, i, batches[i % files])
+    for i, kind in enumerate(_mutations(rnd, JSONL_MUTATIONS)):
+        jsonl_line(kind, rnd, source, base + i, batches[i % files])
     written: dict[str, list[Line]] = {}
     for k, b in enumerate(batches):
         if not final_newline and b.lines:
@@ -470,9 +509,22 @@ def test_jsonl_hostile_rows(spark, tmp_path_factory, source, plan, seed, files, 
         data = b.payload()
         path.write_bytes(gzip.compress(data) if gz else data)
         written[str(path)] = b.lines
+    return written
+
+
+@many_settings()
+@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
+                               st.integers(1, 2), st.booleans(), st.booleans())))
+def test_jsonl_hostile_rows(spark, tmp_path_factory, examples):
+    tmp = tmp_path_factory.mktemp("fuzz-jsonl")
+    written = []
+    for n, (source, seed, files, gz, final_newline) in enumerate(examples):
+        folder = tmp / f"ex{n}"
+        folder.mkdir()
+        written.append((source, write_jsonl_example(
+            folder, n * ROWS_PER_EXAMPLE, source, seed, files, gz, final_newline)))
     # duplicates across files point at the other file: only same-file copies are checked
-    result, quarantine, n_valid = run_ingest(spark, source, sorted(written))
-    check_ingested(result, quarantine, written, n_valid, "line")
+    check_many(spark, written, "line", tmp / "work")
 
 
 # ------------------------------------------------------------------------- CSV
@@ -610,17 +662,15 @@ def csv_row(kind: str, rnd: random.Random, source: str, i: int, header: list[str
         raise AssertionError(kind)
 
 
-@fuzz_settings()
-@given(source=st.sampled_from(SOURCES), plan=_plan(CSV_MUTATIONS), seed=st.integers(0, 2**31),
-       files=st.integers(1, 3), bom=st.booleans(), gz=st.booleans())
-def test_csv_hostile_rows(spark, tmp_path_factory, source, plan, seed, files, bom, gz):
+def write_csv_example(tmp: Path, base: int, source: str, seed: int, files: int, bom: bool,
+                      gz: bool) -> dict[str, list[Line]]:
     rnd = random.Random(seed)
-    tmp = tmp_path_factory.mktemp("fuzz-csv")
-    headers = [csv_header(rnd, source) for _ in range(files)]
+    # headers from a few variants per source: each distinct header is read on its own
+    headers = [csv_header(random.Random(rnd.randrange(4)), source) for _ in range(files)]
     batches = [Batch() for _ in range(files)]
-    for i, kind in enumerate(plan):
+    for i, kind in enumerate(_mutations(rnd, CSV_MUTATIONS)):
         k = i % files
-        csv_row(kind, rnd, source, i, headers[k][0], batches[k])
+        csv_row(kind, rnd, source, base + i, headers[k][0], batches[k])
     written: dict[str, list[Line]] = {}
     for k, b in enumerate(batches):
         head = Line(_csv_line(headers[k][0]))
@@ -634,8 +684,21 @@ def test_csv_hostile_rows(spark, tmp_path_factory, source, plan, seed, files, bo
         data = joined(lines)
         path.write_bytes(gzip.compress(data) if gz else data)
         written[str(path)] = lines
-    result, quarantine, n_valid = run_ingest(spark, source, sorted(written))
-    check_ingested(result, quarantine, written, n_valid, "line")
+    return written
+
+
+@many_settings()
+@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
+                               st.integers(1, 3), st.booleans(), st.booleans())))
+def test_csv_hostile_rows(spark, tmp_path_factory, examples):
+    tmp = tmp_path_factory.mktemp("fuzz-csv")
+    written = []
+    for n, (source, seed, files, bom, gz) in enumerate(examples):
+        folder = tmp / f"ex{n}"
+        folder.mkdir()
+        written.append((source, write_csv_example(folder, n * ROWS_PER_EXAMPLE, source, seed,
+                                                  files, bom, gz)))
+    check_many(spark, written, "line", tmp / "work")
 
 
 # ------------------------------------------------------------------------- Parquet
@@ -736,17 +799,16 @@ def _typed(f, value):
     return value
 
 
-@fuzz_settings()
-@given(source=st.sampled_from(SOURCES), plan=_plan(PARQUET_MUTATIONS),
-       seed=st.integers(0, 2**31), files=st.integers(1, 3))
-def test_parquet_hostile_rows(spark, tmp_path_factory, source, plan, seed, files):
+def write_parquet_example(tmp: Path, base: int, source: str, seed: int,
+                          files: int) -> dict[str, list[Line]]:
     """File 0 has the canonical column types; the others type every field at random
-    (NaN doubles, structs, binary, dates, decimals …): schemas differ between files."""
+    (NaN doubles, structs, binary, dates, decimals …) from a few variants per source:
+    schemas differ between files."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rnd = random.Random(seed)
-    tmp = tmp_path_factory.mktemp("fuzz-parquet")
+    plan = _mutations(rnd, PARQUET_MUTATIONS)
     native, others = _pa_types()
     fields = FIELDS[source]
     written: dict[str, list[Line]] = {}
@@ -754,17 +816,19 @@ def test_parquet_hostile_rows(spark, tmp_path_factory, source, plan, seed, files
     for i in range(len(plan)):
         per_file[i % files].append(i)
     for k in range(files):
-        choice = {f.name: "native" if k == 0 else rnd.choice([*others, "native", "native"])
+        variant = random.Random(rnd.randrange(4))
+        choice = {f.name: "native" if k == 0 else variant.choice([*others, "native", "native"])
                   for f in fields}
         types = {n: native[field_of(source, n).kind] if t == "native" else others[t]
                  for n, t in choice.items()}
-        extra = rnd.sample(["_file", "_metadata", "a.b", "a`b", "_pos"], rnd.randrange(0, 3))
+        extra = variant.sample(["_file", "_metadata", "a.b", "a`b", "_pos"],
+                               variant.randrange(0, 3))
         columns: dict[str, list] = {"row_id": [], **{n: [] for n in types},
                                     **{x: [] for x in extra}}
         lines: list[Line] = []
         b = Batch()
         for i in per_file[k]:
-            row = valid_row(source, i)
+            row = valid_row(source, base + i)
             marker = f"f{k}-r{i}"
             kind = plan[i]
             expect = "valid" if k == 0 else "any"
@@ -794,8 +858,21 @@ def test_parquet_hostile_rows(spark, tmp_path_factory, source, plan, seed, files
         path = tmp / f"part-{k}.parquet"
         pq.write_table(pa.table(columns, schema=schema), path)
         written[str(path)] = lines
-    result, quarantine, n_valid = run_ingest(spark, source, sorted(written))
-    check_ingested(result, quarantine, written, n_valid, "parquet")
+    return written
+
+
+@many_settings()
+@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
+                               st.integers(1, 3))))
+def test_parquet_hostile_rows(spark, tmp_path_factory, examples):
+    tmp = tmp_path_factory.mktemp("fuzz-parquet")
+    written = []
+    for n, (source, seed, files) in enumerate(examples):
+        folder = tmp / f"ex{n}"
+        folder.mkdir()
+        written.append((source, write_parquet_example(folder, n * ROWS_PER_EXAMPLE, source,
+                                                      seed, files)))
+    check_many(spark, written, "parquet", tmp / "work")
 
 
 # ------------------------------------------------------------------------- adapters
@@ -867,7 +944,7 @@ def adapter_line(kind: str, rnd: random.Random, samples: list[str], b: Batch) ->
         elif kind == "json_nan":
             data = json.dumps(obj)[:-1].encode() + b', "' + key.encode() + b'": NaN}'
         elif kind == "json_deep":
-            d = rnd.choice([50, 5000, 100_000])
+            d = rnd.choice([50, 5000, 100_000] if b.huge_left > 0 else [50, 5000])
             data = json.dumps(obj)[:-1].encode() + b', "deep": ' + b"[" * d + b"]" * d + b"}"
         elif kind == "json_array":
             data = b"[" + text.encode() + b"]"
@@ -907,35 +984,50 @@ def check_adapter_output(out_files: list[str], counts: dict, origin: str,
             assert _norm(r["__raw"]) == _norm(text[:10_000]), (n, r["__raw"][:100])
 
 
-def adapter_batch(combo: tuple[str, str], plan: list[str], seed: int) -> Batch:
-    """The lines of one adapter example: the plan's mutations of the format's samples."""
+def adapter_batch(combo: tuple[str, str], plan: list[str], seed: int,
+                  huge: bool = True) -> Batch:
+    """The lines of one adapter example: the plan's mutations of the format's samples
+    (``huge``: one line of a megabyte and 100,000-deep JSON may occur)."""
     rnd = random.Random(seed)
     samples = _adapter_samples()[combo]
-    b = Batch()
+    b = Batch(huge_left=1 if huge else 0)
     for kind in plan:
         adapter_line(kind, rnd, samples, b)
     return b
 
 
-@fuzz_settings(max(25, FUZZ_EXAMPLES * 10))
-@given(combo=st.sampled_from(ADAPTER_COMBOS), plan=_plan(ADAPTER_MUTATIONS),
-       seed=st.integers(0, 2**31), bom=st.booleans(), gz=st.booleans())
-def test_adapters_convert_hostile_lines(tmp_path_factory, combo, plan, seed, bom, gz):
+# The adapters are pure Python: ADAPTER_EXAMPLES examples (default 10,000) in runs of 100,
+# each run one Hypothesis example whose seed draws its 100 small examples (5-20 lines; the
+# megabyte lines in one example of each run, they dominate the cost).
+ADAPTER_EXAMPLES = int(os.environ.get("FUZZ_ADAPTER_EXAMPLES", "10000"))
+ADAPTER_RUN = 100
+
+
+@fuzz_settings(-(-ADAPTER_EXAMPLES // ADAPTER_RUN))
+@given(seed=st.integers(0, 2**31), bom=st.booleans(), gz=st.booleans())
+def test_adapters_convert_hostile_lines(tmp_path_factory, seed, bom, gz):
     """Conversion alone (no Spark, so many examples): never raises, every row is located."""
-    fmt, source = combo
-    b = adapter_batch(combo, plan, seed)
-    if bom and b.lines:
-        b.lines[0].data = b"\xef\xbb\xbf" + b.lines[0].data
+    rnd = random.Random(seed)
     tmp = tmp_path_factory.mktemp("fuzz-adapter")
-    path = tmp / ("input.log.gz" if gz else "input.log")
-    data = b.payload()
-    path.write_bytes(gzip.compress(data) if gz else data)
-    out, counts = convert(fmt, source, [str(path)], ["origin/input.log"], tmp / "out",
-                          ADAPTER_CONFIG)
-    check_adapter_output(out, counts, "origin/input.log", b.lines)
+    for n in range(ADAPTER_RUN):
+        combo = rnd.choice(ADAPTER_COMBOS)
+        fmt, source = combo
+        plan = [rnd.choice(ADAPTER_MUTATIONS) for _ in range(rnd.randrange(5, 21))]
+        b = adapter_batch(combo, plan, rnd.randrange(2**31), huge=n == 0)
+        if (bom or n % 7 == 0) and b.lines:
+            b.lines[0].data = b"\xef\xbb\xbf" + b.lines[0].data
+        folder = tmp / f"ex{n}"
+        folder.mkdir()
+        zipped = gz and n % 2 == 0
+        path = folder / ("input.log.gz" if zipped else "input.log")
+        data = b.payload()
+        path.write_bytes(gzip.compress(data, compresslevel=1) if zipped else data)
+        out, counts = convert(fmt, source, [str(path)], ["origin/input.log"], folder / "out",
+                              ADAPTER_CONFIG)
+        check_adapter_output(out, counts, "origin/input.log", b.lines)
 
 
-@fuzz_settings()
+@fuzz_settings(max(3, FUZZ_EXAMPLES // 4))
 @given(combo=st.sampled_from(ADAPTER_COMBOS), plan=_plan(ADAPTER_MUTATIONS),
        seed=st.integers(0, 2**31))
 def test_adapter_formats_ingest_hostile_lines(spark, tmp_path_factory, combo, plan, seed):
