@@ -135,3 +135,27 @@ def test_a_csv_written_by_python_reads_as_its_json_lines_twin(spark, tmp_path):
     assert len(from_csv) == len(rows)
     assert from_csv == from_jsonl
     assert [r["key"] for r in from_csv] == [r["key"] for r in rows]
+
+
+@pytest.mark.parametrize("combo", [("kafka-console-consumer", "broker"),
+                                   ("kafka-verifiable-producer", "sends")])
+def test_an_adapter_quarantines_a_line_that_is_not_utf8(tmp_path, combo):
+    """A real sample line (tests/test_adapters.py: Kafka's own tool output) with an invalid
+    byte is an error row naming the byte offset, never decoded lossily."""
+    from test_adapters import CONSOLE, PRODUCER
+
+    from delivery_audit.adapters import convert
+
+    fmt, source = combo
+    lines = CONSOLE.splitlines() if fmt == "kafka-console-consumer" else list(PRODUCER)
+    good = lines[0].encode("utf-8")
+    at = len(good) // 2
+    path = tmp_path / "tool.log"
+    path.write_bytes(good + b"\n" + good[:at] + b"\xff" + good[at:] + b"\n")
+    config = AuditConfig.from_dict({"adapters": {"topic": "orders", "date": "2026-11-19"}})
+    out, counts = convert(fmt, source, [str(path)], ["tool.log"], tmp_path / "out", config)
+    rows = [json.loads(x) for p in out for x in Path(p).read_text().splitlines()]
+    errors = [r for r in rows if r.get("__error")]
+    assert [r["__line"] for r in errors] == [2]
+    assert errors[0]["__error"] == f"not valid UTF-8 (byte offset {at} of the line)"
+    assert "\ufffd" in errors[0]["__raw"]

@@ -108,7 +108,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     clock = LogClock(opts)
     ctx = _Context(opts, origin)
     last_ts: int | None = None
-    for n, line in open_lines(path):
+    for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
                 continue

@@ -40,15 +40,30 @@ def stem(origin: str) -> str:
     return name
 
 
-def open_lines(path: str) -> Iterator[tuple[int, str]]:
+_ESCAPED = re.compile("[\udc80-\udcff]")  # an invalid byte, as surrogateescape reads it
+
+
+def open_lines(path: str, w: RowWriter | None = None) -> Iterator[tuple[int, str]]:
     """(1-based line number, text without the line break) of a local file, gzip allowed.
-    A UTF-8 byte order mark opening the file is not text (as in Spark's line reader)."""
+    A UTF-8 byte order mark opening the file is not text (as in Spark's line reader).
+
+    A line that is not valid UTF-8 is never decoded lossily (contract rule 4): with the
+    writer ``w`` it becomes an error row ("not valid UTF-8 (byte offset N of the line)",
+    the line shown with the bad bytes replaced) and is not yielded."""
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
     raw = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
-    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline=None) as fh:
+    errors = "surrogateescape" if w is not None else "replace"
+    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors=errors, newline=None) as fh:
         for n, line in enumerate(fh, start=1):
-            yield n, line.rstrip("\r\n")
+            line = line.rstrip("\r\n")
+            bad = _ESCAPED.search(line) if w is not None else None
+            if bad is not None:
+                offset = len(line[:bad.start()].encode("utf-8", "surrogateescape"))
+                shown = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                w.error(n, f"not valid UTF-8 (byte offset {offset} of the line)", shown)
+                continue
+            yield n, line
 
 
 # --------------------------------------------------------------------------- options
@@ -382,7 +397,7 @@ def record_key_seq(obj: dict[str, Any], rule: SeqRule) -> tuple[str | None, int 
 def json_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, text, object) of each JSON-object line of a tool's output; a blank line
     is skipped, any other line becomes an error row."""
-    for n, line in open_lines(path):
+    for n, line in open_lines(path, w):
         if not line.strip():
             continue
         obj, why = json_object(line)

@@ -44,7 +44,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     with_key = console.get("key", True)
     group = opts.group or DEFAULT_GROUP
     member = opts.member_for(origin)
-    for n, line in open_lines(path):
+    for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
                 continue

@@ -110,7 +110,7 @@ def _events(text: str, opts: Options) -> list[dict]:
 
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     clock = LogClock(opts)
-    for n, line in open_lines(path):
+    for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
                 continue

@@ -104,7 +104,7 @@ def _key_by_size(text: str, key_after: int, size: int) -> str | None:
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     topic, partition = opts.topic, opts.partition
     batch: _Batch | None = None
-    for n, line in open_lines(path):
+    for n, line in open_lines(path, w):
         with w.guard(n, line):
             text = line.strip()
             if not text:
