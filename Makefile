@@ -53,7 +53,7 @@ bench: setup
 # property tests with FUZZ_EXAMPLES examples per reader (runs of 50 in one Spark job each) and
 # FUZZ_ADAPTER_EXAMPLES adapter examples (pure Python). FUZZ_SHRINK=1 lets Hypothesis shrink a
 # failure. CI runs the same tests at 1,000 hostile lines per source and 12 examples per reader.
-FUZZ_EXAMPLES ?= 200
+FUZZ_EXAMPLES ?= 100
 FUZZ_ADAPTER_EXAMPLES ?= 10000
 HOSTILE_PER_SOURCE ?= 10000
 .PHONY: fuzz
