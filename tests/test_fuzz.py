@@ -475,6 +475,25 @@ def _mutations(rnd: random.Random, mutations: list[str]) -> list[str]:
     return [rnd.choice(mutations) for _ in range(rnd.randrange(40, 121))]
 
 
+def _put(path: Path, data: bytes, gz: bool) -> str:
+    """Write a file (gzipped, named .gz, when ``gz``); its path."""
+    if gz:
+        path = path.with_name(path.name + ".gz")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return str(path)
+
+
+def run_examples(spark, tmp: Path, examples: list[tuple], write, how: str) -> None:
+    """Write each example (source, *params) into its own folder, its rows numbered from its
+    own base, with ``write(folder, base, source, *params)``; ingest and check them at once."""
+    written = []
+    for n, (source, *params) in enumerate(examples):
+        folder = tmp / f"ex{n}"
+        folder.mkdir()
+        written.append((source, write(folder, n * ROWS_PER_EXAMPLE, source, *params)))
+    check_many(spark, written, how, tmp / "work")
+
+
 def check_many(spark, examples: list[tuple[str, dict[str, list[Line]]]], how: str,
                work: Path) -> None:
     """Ingest every example's files at once (a source's files together) and check each
@@ -505,10 +524,7 @@ def write_jsonl_example(tmp: Path, base: int, source: str, seed: int, files: int
     for k, b in enumerate(batches):
         if not final_newline and b.lines:
             b.lines[-1].end = b""
-        path = tmp / f"part-{k}.jsonl{'.gz' if gz else ''}"
-        data = b.payload()
-        path.write_bytes(gzip.compress(data) if gz else data)
-        written[str(path)] = b.lines
+        written[_put(tmp / f"part-{k}.jsonl", b.payload(), gz)] = b.lines
     return written
 
 
@@ -516,15 +532,9 @@ def write_jsonl_example(tmp: Path, base: int, source: str, seed: int, files: int
 @given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
                                st.integers(1, 2), st.booleans(), st.booleans())))
 def test_jsonl_hostile_rows(spark, tmp_path_factory, examples):
-    tmp = tmp_path_factory.mktemp("fuzz-jsonl")
-    written = []
-    for n, (source, seed, files, gz, final_newline) in enumerate(examples):
-        folder = tmp / f"ex{n}"
-        folder.mkdir()
-        written.append((source, write_jsonl_example(
-            folder, n * ROWS_PER_EXAMPLE, source, seed, files, gz, final_newline)))
     # duplicates across files point at the other file: only same-file copies are checked
-    check_many(spark, written, "line", tmp / "work")
+    run_examples(spark, tmp_path_factory.mktemp("fuzz-jsonl"), examples, write_jsonl_example,
+                 "line")
 
 
 # ------------------------------------------------------------------------- CSV
@@ -680,10 +690,7 @@ def write_csv_example(tmp: Path, base: int, source: str, seed: int, files: int, 
             if ln.dup_of is not None:
                 ln.dup_of += 1
         lines = [head, *b.lines]
-        path = tmp / f"part-{k}.csv{'.gz' if gz else ''}"
-        data = joined(lines)
-        path.write_bytes(gzip.compress(data) if gz else data)
-        written[str(path)] = lines
+        written[_put(tmp / f"part-{k}.csv", joined(lines), gz)] = lines
     return written
 
 
@@ -691,14 +698,8 @@ def write_csv_example(tmp: Path, base: int, source: str, seed: int, files: int, 
 @given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
                                st.integers(1, 3), st.booleans(), st.booleans())))
 def test_csv_hostile_rows(spark, tmp_path_factory, examples):
-    tmp = tmp_path_factory.mktemp("fuzz-csv")
-    written = []
-    for n, (source, seed, files, bom, gz) in enumerate(examples):
-        folder = tmp / f"ex{n}"
-        folder.mkdir()
-        written.append((source, write_csv_example(folder, n * ROWS_PER_EXAMPLE, source, seed,
-                                                  files, bom, gz)))
-    check_many(spark, written, "line", tmp / "work")
+    run_examples(spark, tmp_path_factory.mktemp("fuzz-csv"), examples, write_csv_example,
+                 "line")
 
 
 # ------------------------------------------------------------------------- Parquet
@@ -865,14 +866,8 @@ def write_parquet_example(tmp: Path, base: int, source: str, seed: int,
 @given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
                                st.integers(1, 3))))
 def test_parquet_hostile_rows(spark, tmp_path_factory, examples):
-    tmp = tmp_path_factory.mktemp("fuzz-parquet")
-    written = []
-    for n, (source, seed, files) in enumerate(examples):
-        folder = tmp / f"ex{n}"
-        folder.mkdir()
-        written.append((source, write_parquet_example(folder, n * ROWS_PER_EXAMPLE, source,
-                                                      seed, files)))
-    check_many(spark, written, "parquet", tmp / "work")
+    run_examples(spark, tmp_path_factory.mktemp("fuzz-parquet"), examples,
+                 write_parquet_example, "parquet")
 
 
 # ------------------------------------------------------------------------- adapters
