@@ -159,13 +159,14 @@ def _settings(**values):
     return Settings({name: values.get(name, default) for name, (default, _) in VARIABLES.items()})
 
 
-def test_plan_renders_templates_and_args():
+def test_plan_renders_templates_and_args(tmp_path):
     from delivery_audit_airflow.plan import build_plan, job_args
 
+    (tmp_path / "audit.yaml").write_text("dense_seq: true\n")  # no grace of its own
     s = _settings(data_root="s3://lake/kafka", report_root="s3://reports/audit",
                   sends="{data_root}/sends/dt={ds}/*.jsonl", events="",
                   ledger="{data_root}/ledger/dt={{{prev_ds},{ds},{next_ds}}}/*.jsonl",
-                  config_file="/etc/audit.yaml", grace="2h")
+                  config_file=str(tmp_path / "audit.yaml"), grace="2h")
     start = datetime(2026, 11, 19, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(days=1), settings=s)
     assert plan["sources"]["sends"] == "s3://lake/kafka/sends/dt=2026-11-19/*.jsonl"
@@ -179,6 +180,49 @@ def test_plan_renders_templates_and_args():
     assert args[args.index("--out") + 1] == "s3://reports/audit"
     assert args[-3:] == ["--stage", "all", "--no-notify"] and "--events" not in args
     assert args[args.index("--start") + 1] == "2026-11-19T00:00:00Z"
+
+
+@pytest.mark.parametrize(("param", "config", "want"), [
+    (None, None, (120.0, "default")),  # the Variable: the deployment default
+    (None, "grace_minutes: 15\n", (15.0, "config")),  # the config file beats the Variable
+    (30, "grace_minutes: 15\n", (30.0, "run")),  # the run's Param beats both
+    (0, "grace_minutes: 15\n", (0.0, "run")),
+    (None, "dense_seq: true\n", (120.0, "default")),
+])
+def test_grace_has_one_precedence_under_airflow_and_the_cli(tmp_path, param, config, want):
+    """Param (the CLI's --grace) > the audit config's grace_minutes > the deployment default,
+    under Airflow as under the CLI (one function, window.resolve_grace): the plan passes the
+    result as --grace, so the job's window is the plan's."""
+    from delivery_audit_airflow.plan import build_plan, job_args
+
+    from delivery_audit.config import load_config
+    from delivery_audit.window import resolve_grace
+
+    path = tmp_path / "audit.yaml"
+    if config:
+        path.write_text(config)
+    s = _settings(report_root="/r", config_file=str(path) if config else "", grace="2h")
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    request = None if param is None else {"grace_minutes": param}
+    plan = build_plan(start=start, end=start + timedelta(days=1), settings=s, request=request)
+    w = plan["window"]
+    assert (w["grace_minutes"], w["grace_from"]) == want
+    args = job_args(plan, plan["config_file"])
+    assert args[args.index("--grace") + 1] == f"{int(want[0])}m"
+    # the CLI, given what the plan passes, and given only what a user passes
+    cfg = load_config(str(path) if config else None)
+    assert resolve_grace(args[args.index("--grace") + 1], cfg.grace_minutes)[0] == want[0]
+    cli = resolve_grace(None if param is None else f"{param}m", cfg.grace_minutes)
+    assert cli == (want if want[1] != "default" else (60.0, "default"))
+
+
+def test_a_config_file_the_plan_cannot_read_fails_the_plan(tmp_path):
+    from delivery_audit_airflow.plan import PlanError, build_plan
+
+    s = _settings(report_root="/r", config_file=str(tmp_path / "missing.yaml"))
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    with pytest.raises(PlanError, match="missing.yaml"):
+        build_plan(start=start, end=start + timedelta(days=1), settings=s)
 
 
 def test_plan_window_dir_matches_the_job():

@@ -78,8 +78,10 @@ def resolve_window() -> dict[str, Any]:
                           source=source)
     except (PlanError, ValueError) as exc:
         raise _fail_fast(exc) from exc
-    print(f"audit window {plan['window']['start']} → {plan['window']['end']} "
-          f"(from {source}); report → {plan['report_dir']}")
+    w = plan["window"]
+    print(f"audit window {w['start']} → {w['end']} (from {source}), grace "
+          f"{w['grace_minutes']:g} min (from the {w['grace_from']}); report → "
+          f"{plan['report_dir']}")
     return plan
 
 

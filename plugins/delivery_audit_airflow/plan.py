@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from delivery_audit_airflow import uris
-from delivery_audit_airflow.settings import Settings, date_placeholders, duration_minutes
+from delivery_audit_airflow.settings import Settings, date_placeholders
 
 #: report_prefix: 1-5 '/'-separated segments of [A-Za-z0-9._-] that start with a letter/digit
 #: (so no '..', no leading '/', no empty segment, no spaces or shell/URI specials); the same
@@ -134,8 +134,9 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     for name, value in sources.items():
         if name != "events" and not value:
             raise PlanError(f"Variable delivery_audit_{name} is empty: the source is required")
-    grace_minutes = (request["grace_minutes"] if request.get("grace_minutes") is not None
-                     else duration_minutes(settings.raw("grace")))
+    config_file = settings.render("config_file") or None
+    grace_minutes, grace_from = effective_grace(request.get("grace_minutes"), config_file,
+                                                settings.raw("grace"))
     root = settings.render("report_root")
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
@@ -144,7 +145,6 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         raise PlanError(f"window id {wid!r} is not YYYYMMDDTHHMMSSZ_YYYYMMDDTHHMMSSZ")
     _check_root(root)
     report_dir = uris.join(root, f"dt={start.astimezone(UTC):%Y-%m-%d}", wid)
-    config_file = settings.render("config_file") or None
     spark_conf = settings.json("spark_conf") or {}
     if not isinstance(spark_conf, dict):
         raise PlanError("Variable delivery_audit_spark_conf must be a JSON object")
@@ -155,7 +155,7 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "source": source,
         "job": settings.render("job"),
         "window": {"start": _iso(start), "end": _iso(end), "id": wid,
-                   "grace_minutes": grace_minutes},
+                   "grace_minutes": grace_minutes, "grace_from": grace_from},
         "sources": sources,
         "out": root,
         "report_dir": report_dir,
@@ -168,6 +168,32 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "fail_run_on_verdict": settings.flag("fail_run_on_verdict"),
         "wait_for_grace": settings.flag("wait_for_grace"),
     }
+
+
+def effective_grace(param: float | None, config_file: str | None,
+                    deployment: str) -> tuple[float, str]:
+    """The grace of a run and where it came from, by the CLI's own precedence
+    (delivery_audit.window.resolve_grace): the run's Param > the audit config file's
+    ``grace_minutes`` > the deployment default (Variable delivery_audit_grace). The plan
+    passes the result as --grace, so the wait for the window's end + grace and the job's
+    window agree."""
+    from delivery_audit.window import resolve_grace
+
+    return resolve_grace(param, config_grace(config_file) if param is None else None,
+                         deployment)
+
+
+def config_grace(path: str | None) -> float | None:
+    """``grace_minutes`` of the audit config file (None: no file, or no grace in it); read
+    as the job reads it (delivery_audit.config.load_config)."""
+    if not path:
+        return None
+    from delivery_audit.config import load_config
+
+    try:
+        return load_config(path).grace_minutes
+    except ValueError as exc:  # unreadable or invalid: the job would fail the same way
+        raise PlanError(f"audit config (Variable delivery_audit_config_file): {exc}") from exc
 
 
 def grace_arg(minutes: float) -> str:

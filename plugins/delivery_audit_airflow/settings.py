@@ -17,7 +17,6 @@ in the audit config for large stores.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -50,20 +49,6 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "wait_for_grace": ("true",
                        "true: wait_for_inputs waits until window end + grace has passed"),
 }
-
-_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_MIN = {"ms": 1 / 60_000, "s": 1 / 60, "m": 1, "h": 60, "d": 1440}
-
-
-def duration_minutes(text: str | int | float) -> float:
-    """'60m', '2h', '90s' or a bare number of minutes → minutes (same grammar as the CLI)."""
-    if isinstance(text, int | float):
-        return float(text)
-    m = _DURATION.match(str(text))
-    if not m:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 60m, 2h, 90s)")
-    return int(m.group(1)) * _UNIT_MIN[m.group(2) or "m"]
-
 
 def _truthy(text: str) -> bool:
     return str(text).strip().lower() in ("1", "true", "yes", "on")

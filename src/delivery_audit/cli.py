@@ -92,16 +92,14 @@ def run(
     from .config import load_config
     from .paths import check_plain_text, check_relative_dir, check_report_root
     from .privacy import pseudonym_key
-    from .window import AuditWindow
+    from .window import AuditWindow, resolve_grace
 
     try:
         check_report_root(out)
         for name in [*(topic or []), *(group or [])]:
             check_plain_text(name, f"--topic/--group {name!r}")
         cfg = load_config(config)
-        grace_value = grace if grace is not None else (
-            cfg.grace_minutes if cfg.grace_minutes is not None else 60)
-        window = AuditWindow.of(start, end, grace_value)
+        window = AuditWindow.of(start, end, resolve_grace(grace, cfg.grace_minutes)[0])
         check_relative_dir(window.relative_dir)
         formats = dict(_split_format(f) for f in fmt or [])
         if cfg.pseudonymise:

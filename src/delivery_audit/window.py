@@ -21,6 +21,22 @@ def parse_duration_minutes(text: str | int | float) -> float:
     return value * _UNIT_MS[unit] / 60_000
 
 
+DEFAULT_GRACE_MINUTES = 60.0
+
+
+def resolve_grace(given: str | float | None, config_minutes: float | None,
+                  default: str | float = DEFAULT_GRACE_MINUTES) -> tuple[float, str]:
+    """One precedence for the grace, the CLI's and Airflow's: the run's own value (--grace,
+    the backfill DAG's Param) > the audit config file's ``grace_minutes`` > the deployment
+    default (the CLI: 60m; Airflow: Variable delivery_audit_grace). Returns the minutes and
+    where they came from ("run", "config" or "default")."""
+    if given is not None:
+        return parse_duration_minutes(given), "run"
+    if config_minutes is not None:
+        return float(config_minutes), "config"
+    return parse_duration_minutes(default), "default"
+
+
 def parse_instant(text: str | datetime) -> datetime:
     """ISO-8601 (an offset honoured, none meaning UTC) → aware UTC datetime."""
     if isinstance(text, datetime):
