@@ -4,11 +4,7 @@ published report). boto3 is imported only when an s3:// URI is used; it honours 
 
 from __future__ import annotations
 
-import glob as _glob
-import re
 from pathlib import Path
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def is_s3(uri: str) -> bool:
@@ -38,44 +34,24 @@ def _s3_client():
     return boto3.client("s3")
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex where '*' and '?' stay within one path segment; [...] is a class."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and "]" in pattern[i + 1:]:
-            j = pattern.index("]", i + 1)
-            body = pattern[i + 1:j]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return re.compile("".join(out))
-
-
 def glob_matches(pattern: str, limit: int = 1000) -> list[str]:
-    """Files matching a glob (local or s3://; '*' does not cross '/' on either)."""
+    """Files a job input pattern means, local or s3://, by the job's own rules
+    (delivery_audit.globs: '*' within a segment, '**' across, {a,b}, a folder is every file
+    below it); an s3a:// or s3n:// pattern is refused, as the job refuses it."""
+    from delivery_audit.globs import local_files, s3_keys
+
+    if pattern.startswith(("s3a://", "s3n://")):
+        raise ValueError(f"{pattern}: use s3:// URIs")
     if not is_s3(pattern):
-        return sorted(p for p in _glob.glob(str(_local(pattern))) if Path(p).is_file())[:limit]
+        return local_files(str(_local(pattern)))[:limit]
     bucket, key_glob = _split_s3(pattern)
-    m = _GLOB_CHARS.search(key_glob)
-    prefix = key_glob[: m.start()] if m else key_glob
-    scheme = pattern.split("://", 1)[0]
-    regex = _glob_regex(key_glob)
-    found: list[str] = []
-    paginator = _s3_client().get_paginator("list_objects_v2")
-    for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            if regex.fullmatch(obj["Key"]):
-                found.append(f"{scheme}://{bucket}/{obj['Key']}")
-                if len(found) >= limit:
-                    return found
-    return found
+
+    def list_keys(prefix: str):
+        paginator = _s3_client().get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+            yield from (obj["Key"] for obj in page.get("Contents", []))
+
+    return [f"s3://{bucket}/{k}" for k in s3_keys(key_glob, list_keys)][:limit]
 
 
 def exists(uri: str) -> bool:

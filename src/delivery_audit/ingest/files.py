@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import os
 import tempfile
 from dataclasses import dataclass
@@ -148,13 +146,10 @@ def _check_text(path: str, fmt: str, head: bytes, gz: bool) -> None:
 
 
 def _expand_local(pattern: str) -> list[str]:
-    p = os.path.expanduser(pattern)
-    if os.path.isdir(p):
-        found = [str(f) for f in sorted(Path(p).rglob("*")) if f.is_file()
-                 and not f.name.startswith((".", "_"))]
-    else:
-        found = sorted(f for f in glob.glob(p, recursive=True) if os.path.isfile(f))
-    return found
+    """The local files a pattern means (delivery_audit.globs: the sensor's semantics too)."""
+    from ..globs import local_files
+
+    return local_files(pattern)
 
 
 def local_size(patterns: list[str]) -> int | None:
@@ -178,30 +173,27 @@ def _expand_s3(pattern: str, stage_dir: Path, s3_client=None,
                bounds: Bounds | None = None) -> tuple[list[tuple[str, str]], int]:
     import boto3
 
+    from ..globs import s3_keys
+
     client = s3_client or boto3.client("s3")
     bucket, key_pattern = _split_s3(pattern)
-    wildcard = next((i for i, c in enumerate(key_pattern) if c in "*?["), None)
-    prefix = key_pattern if wildcard is None else key_pattern[:wildcard]
     out: list[tuple[str, str]] = []
     pruned = 0
-    try:
+
+    def list_keys(prefix: str):
         paginator = client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                key = obj["Key"]
-                if key.endswith("/"):
-                    continue
-                if wildcard is None:
-                    matches = key == key_pattern or key.startswith(key_pattern.rstrip("/") + "/")
-                else:
-                    matches = fnmatch.fnmatchcase(key, key_pattern)
-                if matches and not keep(key, bounds):
-                    pruned += 1
-                elif matches:
-                    local = stage_dir / bucket / key
-                    local.parent.mkdir(parents=True, exist_ok=True)
-                    client.download_file(bucket, key, str(local))
-                    out.append((f"s3://{bucket}/{key}", str(local)))
+            yield from (obj["Key"] for obj in page.get("Contents", []))
+
+    try:
+        for key in s3_keys(key_pattern, list_keys):
+            if not keep(key, bounds):
+                pruned += 1
+                continue
+            local = stage_dir / bucket / key
+            local.parent.mkdir(parents=True, exist_ok=True)
+            client.download_file(bucket, key, str(local))
+            out.append((f"s3://{bucket}/{key}", str(local)))
     except Exception as exc:  # botocore errors carry no secrets in their text
         if isinstance(exc, InputError):
             raise

@@ -1,0 +1,113 @@
+"""Which files an input pattern means (delivery_audit.globs): the job's resolver and
+Airflow's sensor (delivery_audit_airflow.uris) agree on tricky patterns, on the same file
+tree, locally and on S3 (a moto server), and both read brace alternatives."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+from s3_server import s3_endpoint  # noqa: F401
+
+from delivery_audit.globs import expand_braces, select
+from delivery_audit.ingest import InputError, resolve
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "plugins") not in sys.path:
+    sys.path.append(str(REPO / "plugins"))
+
+TREE = ["lake/sends/dt=2026-11-18/part-0.jsonl", "lake/sends/dt=2026-11-19/part-0.jsonl",
+        "lake/sends/dt=2026-11-19/part-1.jsonl.gz", "lake/sends/dt=2026-11-19/_SUCCESS",
+        "lake/sends/dt=2026-11-19/.part-0.jsonl.crc", "lake/sends/dt=2026-11-20/part-0.jsonl",
+        "lake/sends/dt=2026-11-20/late/part-9.jsonl", "lake/sends/top.jsonl",
+        "lake/sends/[x].jsonl"]
+# pattern (relative to the root) -> the files it means
+CASES = {
+    "lake/sends/dt=2026-11-19/*.jsonl": ["lake/sends/dt=2026-11-19/part-0.jsonl"],
+    "lake/sends/dt=2026-11-19/*": ["lake/sends/dt=2026-11-19/_SUCCESS",
+                                   "lake/sends/dt=2026-11-19/part-0.jsonl",
+                                   "lake/sends/dt=2026-11-19/part-1.jsonl.gz"],
+    "lake/sends/*/part-0.jsonl": ["lake/sends/dt=2026-11-18/part-0.jsonl",
+                                  "lake/sends/dt=2026-11-19/part-0.jsonl",
+                                  "lake/sends/dt=2026-11-20/part-0.jsonl"],
+    "lake/sends/*.jsonl": ["lake/sends/[x].jsonl", "lake/sends/top.jsonl"],  # not below
+    "lake/sends/dt={2026-11-18,2026-11-20}/*.jsonl": ["lake/sends/dt=2026-11-18/part-0.jsonl",
+                                                      "lake/sends/dt=2026-11-20/part-0.jsonl"],
+    "lake/sends/dt=2026-11-2[0-9]/**/*.jsonl": ["lake/sends/dt=2026-11-20/late/part-9.jsonl",
+                                                "lake/sends/dt=2026-11-20/part-0.jsonl"],
+    "lake/sends/dt=2026-11-1[!8]/part-?.json*": ["lake/sends/dt=2026-11-19/part-0.jsonl",
+                                                 "lake/sends/dt=2026-11-19/part-1.jsonl.gz"],
+    "lake/sends/dt=2026-11-19": ["lake/sends/dt=2026-11-19/part-0.jsonl",  # a folder: every
+                                 "lake/sends/dt=2026-11-19/part-1.jsonl.gz"],  # file, no _/.
+    "lake/sends/top.jsonl": ["lake/sends/top.jsonl"],
+    "lake/sends/[[]x].jsonl": ["lake/sends/[x].jsonl"],
+    "lake/sends/nothing-*.jsonl": [],
+}
+
+
+def _content(rel: str) -> bytes:
+    data = b'{"topic": "t"}\n'
+    return gzip.compress(data) if rel.endswith(".gz") else data
+
+
+def _write_tree(root: Path) -> None:
+    for rel in TREE:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_content(rel))
+
+
+def _job(source_pattern: str, **kwargs) -> list[str]:
+    try:
+        return list(resolve("sends", source_pattern, fmt="jsonl", **kwargs).origins)
+    except InputError as exc:
+        assert "no files match" in str(exc)
+        return []
+
+
+@pytest.mark.parametrize("pattern", sorted(CASES))
+def test_sensor_and_job_mean_the_same_local_files(tmp_path, pattern):
+    from delivery_audit_airflow.uris import glob_matches
+
+    _write_tree(tmp_path)
+    want = [str(tmp_path / rel) for rel in CASES[pattern]]
+    full = str(tmp_path / pattern)
+    assert glob_matches(full) == want
+    assert sorted(_job(full)) == want
+
+
+def test_sensor_and_job_mean_the_same_s3_objects(s3_endpoint, monkeypatch, tmp_path):  # noqa: F811
+    from delivery_audit_airflow.uris import glob_matches
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+    client.create_bucket(Bucket="tree")
+    for rel in TREE:
+        client.put_object(Bucket="tree", Key=rel, Body=_content(rel))
+    client.put_object(Bucket="tree", Key="lake/sends/folder-marker/", Body=b"")
+    for pattern, rel in CASES.items():
+        want = [f"s3://tree/{r}" for r in rel]
+        uri = f"s3://tree/{pattern}"
+        assert glob_matches(uri) == want, pattern
+        assert sorted(_job(uri, stage_dir=tmp_path / "stage")) == want, pattern
+
+
+def test_s3a_is_refused_by_both():
+    from delivery_audit_airflow.uris import glob_matches
+
+    with pytest.raises(ValueError, match="use s3://"):
+        glob_matches("s3a://tree/lake/*.jsonl")
+    with pytest.raises(InputError, match="use s3://"):
+        resolve("sends", "s3a://tree/lake/*.jsonl")
+
+
+def test_braces_and_hidden_names():
+    assert expand_braces("a{b,c{d,e}}f") == ["abf", "acdf", "acef"]
+    assert expand_braces("{x") == ["{x"]
+    keys = ["d/.hidden.jsonl", "d/a.jsonl", "d/.cfg/b.jsonl", "d/sub/c.jsonl"]
+    assert select("d/*.jsonl", keys) == ["d/a.jsonl"]
+    assert select("d/.*.jsonl", keys) == ["d/.hidden.jsonl"]
+    assert select("d/**/*.jsonl", keys) == ["d/a.jsonl", "d/sub/c.jsonl"]
