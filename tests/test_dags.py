@@ -253,7 +253,10 @@ def test_glob_matching(tmp_path):
     (tmp_path / "sends" / "dt=2026-11-19" / "part-0.jsonl").write_text("{}\n")
     assert uris.glob_matches(f"{tmp_path}/sends/dt=*/*.jsonl*")
     assert not uris.glob_matches(f"{tmp_path}/broker/dt=*/*.jsonl*")
-    rx = uris._glob_regex("p/dt=*/part-?.jsonl")
+    # the job's glob semantics (tests/test_globs.py compares the sensor and the job)
+    from delivery_audit.core.globs import to_regex
+
+    rx = to_regex("p/dt=*/part-?.jsonl")
     assert rx.fullmatch("p/dt=2026-11-19/part-0.jsonl")
     assert not rx.fullmatch("p/dt=2026-11-19/x/part-0.jsonl")
 

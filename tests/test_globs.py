@@ -12,7 +12,7 @@ import boto3
 import pytest
 from s3_server import s3_endpoint  # noqa: F401
 
-from delivery_audit.globs import expand_braces, select
+from delivery_audit.core.globs import expand_braces, select
 from delivery_audit.ingest import InputError, resolve
 
 REPO = Path(__file__).resolve().parents[1]

@@ -111,7 +111,9 @@ def _check_root(root: str) -> None:
 
 
 def _iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    from delivery_audit.core.timefmt import iso_z
+
+    return iso_z(dt)
 
 
 def window_id(start: datetime, end: datetime) -> str:

@@ -12,9 +12,9 @@ def is_s3(uri: str) -> bool:
 
 
 def _split_s3(uri: str) -> tuple[str, str]:
-    rest = uri.split("://", 1)[1]
-    bucket, _, key = rest.partition("/")
-    return bucket, key
+    from delivery_audit.core.s3uri import split_s3
+
+    return split_s3(uri)
 
 
 def _local(uri: str) -> Path:
@@ -38,7 +38,7 @@ def glob_matches(pattern: str, limit: int = 1000) -> list[str]:
     """Files a job input pattern means, local or s3://, by the job's own rules
     (delivery_audit.globs: '*' within a segment, '**' across, {a,b}, a folder is every file
     below it); an s3a:// or s3n:// pattern is refused, as the job refuses it."""
-    from delivery_audit.globs import local_files, s3_keys
+    from delivery_audit.core.globs import local_files, s3_keys
 
     if pattern.startswith(("s3a://", "s3n://")):
         raise ValueError(f"{pattern}: use s3:// URIs")

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from . import __version__
 from .config import AuditConfig
+from .core.timefmt import iso_z
 from .detection import detect
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
@@ -78,7 +79,7 @@ class Stages:
 
 
 def _iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return iso_z(dt)
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,

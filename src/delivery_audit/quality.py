@@ -41,6 +41,8 @@ from delivery_audit.anomalies import BY_NAME
 from delivery_audit.schemas import FIELDS
 from delivery_audit.window import AuditWindow, parse_instant
 
+from .core.timefmt import iso_z_ms
+
 log = logging.getLogger("delivery_audit.quality")
 
 INPUT_SUITES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
@@ -219,7 +221,7 @@ def _share(part: Any, whole: Any) -> float | None:
 def _iso_ms(ms: Any) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+    return iso_z_ms(ms)
 
 
 def source_facts(source: str, metrics: Mapping[str, Any]) -> dict[str, Any]:

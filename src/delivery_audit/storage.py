@@ -53,6 +53,9 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .core.s3uri import split_s3
+from .core.timefmt import now_z
+
 log = logging.getLogger("delivery_audit.storage")
 
 MANIFEST = "_manifest.json"
@@ -172,8 +175,7 @@ def _is_s3(destination: str) -> bool:
 
 
 def _split_s3(destination: str, relative_dir: str) -> tuple[str, str]:
-    rest = destination.split("://", 1)[1]
-    bucket, _, prefix = rest.partition("/")
+    bucket, prefix = split_s3(destination)
     if not bucket:
         raise ValueError(f"no bucket in {destination!r}")
     parts = [p.strip("/") for p in (prefix, relative_dir) if p.strip("/")]
@@ -221,7 +223,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    return now_z()
 
 
 def _owner(run_id: str, since: str) -> dict[str, Any]:

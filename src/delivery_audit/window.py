@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from .core.timefmt import iso_z
+
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -93,8 +95,8 @@ class AuditWindow:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "start": self.start.isoformat().replace("+00:00", "Z"),
-            "end": self.end.isoformat().replace("+00:00", "Z"),
+            "start": iso_z(self.start),
+            "end": iso_z(self.end),
             "grace_minutes": self.grace_minutes,
             "id": self.window_id,
         }

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..core.timefmt import iso_z_ms
 from .base import BaseEngine
 from .model import Sim
 from .scenarios import DEFAULT_RATES, SCENARIO_TABLE, SCENARIOS
@@ -17,7 +18,7 @@ CHUNK_SIZE = 1_000_000
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+    return iso_z_ms(ms)
 
 
 def _initial_assignment(sim: Sim) -> None:

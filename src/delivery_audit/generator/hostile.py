@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.timefmt import iso_z_ms
 from ..schemas import FIELDS, SOURCES
 
 WINDOW_START = datetime(2026, 11, 19, tzinfo=UTC)
@@ -74,7 +75,7 @@ def valid_row(source: str, i: int) -> dict:
     """A valid row, unique in its source by ``i`` (no exact duplicate, no repeated
     (topic, partition, offset) in the dump)."""
     ts = T0 + 1_000 * (i % 80_000) + i // 80_000
-    iso = datetime.fromtimestamp(ts / 1000, UTC).isoformat().replace("+00:00", "Z")
+    iso = iso_z_ms(ts)
     if source == "sends":
         return {"send_ts": ts, "topic": "orders", "key": f"k{i % 97}", "seq": i,
                 "status": "acked", "partition": i % 3, "offset": i, "ack_ts": iso,

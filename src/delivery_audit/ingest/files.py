@@ -147,7 +147,7 @@ def _check_text(path: str, fmt: str, head: bytes, gz: bool) -> None:
 
 def _expand_local(pattern: str) -> list[str]:
     """The local files a pattern means (delivery_audit.globs: the sensor's semantics too)."""
-    from ..globs import local_files
+    from ..core.globs import local_files
 
     return local_files(pattern)
 
@@ -163,20 +163,15 @@ def local_size(patterns: list[str]) -> int | None:
     return total
 
 
-def _split_s3(uri: str) -> tuple[str, str]:
-    rest = uri[len("s3://"):]
-    bucket, _, key = rest.partition("/")
-    return bucket, key
-
-
 def _expand_s3(pattern: str, stage_dir: Path, s3_client=None,
                bounds: Bounds | None = None) -> tuple[list[tuple[str, str]], int]:
     import boto3
 
-    from ..globs import s3_keys
+    from ..core.globs import s3_keys
+    from ..core.s3uri import split_s3
 
     client = s3_client or boto3.client("s3")
-    bucket, key_pattern = _split_s3(pattern)
+    bucket, key_pattern = split_s3(pattern)
     out: list[tuple[str, str]] = []
     pruned = 0
 

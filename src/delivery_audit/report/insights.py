@@ -37,6 +37,8 @@ from delivery_audit.report.summary import sum_units
 from delivery_audit.schemas import ANOMALY_SCHEMA
 from delivery_audit.window import AuditWindow
 
+from ..core.timefmt import iso_z
+
 PERCENTILES: tuple[float, ...] = (0.5, 0.95, 0.99)
 EXAMPLES_PER_KEY = 3
 _MAX_TIMELINE_ROWS = 20_000
@@ -52,11 +54,7 @@ _TS_COLUMNS = frozenset(f.name for f in ANOMALY_SCHEMA.fields
 
 
 def _iso(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
-    return value
+    return iso_z(value) if isinstance(value, datetime) else value
 
 
 def _us(col: Column | str) -> Column:

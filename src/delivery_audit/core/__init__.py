@@ -1,0 +1,9 @@
+"""The light core: what the job and the Airflow plugin share, standard library only (DAG
+files import it at parse time, so nothing heavy may come in with it).
+
+* ``globs``: which files an input pattern means (local paths and S3 keys);
+* ``timefmt``: instants as ISO-8601 text in UTC with ``Z``;
+* ``s3uri``: ``s3://bucket/key`` split into bucket and key.
+
+tests/test_core.py checks that importing it loads no third-party module.
+"""
