@@ -45,7 +45,7 @@ from delivery_audit.ingest import InputError, ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
 from delivery_audit.window import AuditWindow
 
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 _PHASES = (Phase.explicit, Phase.generate) + (
     (Phase.shrink,) if os.environ.get("FUZZ_SHRINK") == "1" else ())
 

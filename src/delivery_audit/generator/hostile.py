@@ -47,8 +47,8 @@ OPTIONAL_INT = {"sends": "attempt", "broker": "producer_epoch", "ledger": "gener
 
 VALID, QUARANTINED, NOT_A_ROW = "valid", "quarantined", "not a row"
 MIB = 1024 * 1024
-# kinds whose lines are megabytes: at most this many of each per source and format
-CAPPED = {"huge_key": 2, "huge_line": 1, "oversized_line": 1}
+# kinds whose lines are megabytes: at most this many of each
+CAPPED = {"huge_key": 1, "huge_line": 1, "oversized_line": 1}  # per source and format
 
 
 @dataclass(frozen=True)
@@ -462,6 +462,7 @@ def write_corpus(out: Path, per_source: int = 1000, seed: int = 7) -> Corpus:
         plans = {"jsonl": text_share, "csv": text_share,
                  "parquet": per_source - 2 * text_share}
         for fmt, count in plans.items():
+            used: Counter = Counter()  # the capped kinds, over a format's files
             for gz in ((False, True) if fmt != "parquet" else (False,)):
                 share = count // 2 if fmt != "parquet" else count
                 if gz and fmt != "parquet":
@@ -469,20 +470,21 @@ def write_corpus(out: Path, per_source: int = 1000, seed: int = 7) -> Corpus:
                 if fmt == "parquet":
                     n = _write_parquet_files(corpus, folder, source, share, n, paths)
                 else:
-                    n = _write_text_file(corpus, folder, source, fmt, gz, share, n, rnd, paths)
+                    n = _write_text_file(corpus, folder, source, fmt, gz, share, n, rnd, paths,
+                                         used)
         corpus.files[source] = paths
     return corpus
 
 
 def _write_text_file(corpus: Corpus, folder: Path, source: str, fmt: str, gz: bool,
-                     hostile: int, n: int, rnd: random.Random, paths: list[str]) -> int:
+                     hostile: int, n: int, rnd: random.Random, paths: list[str],
+                     used: Counter) -> int:
     path = folder / f"hostile-{fmt}{'-gz' if gz else ''}.{fmt}{'.gz' if gz else ''}"
     kinds = jsonl_kinds(source) if fmt == "jsonl" else csv_kinds(source)
     header = [f.name for f in FIELDS[source]]
     chunks: list[bytes] = []
     line_no = 0
     earlier: list[tuple[int, bytes]] = []
-    used: Counter = Counter()
 
     def add(data: bytes, end: bytes, klass: str, reason: str | None, kind: str) -> None:
         nonlocal line_no
