@@ -60,10 +60,6 @@ def driver_memory_for(input_bytes: int | None) -> str:
     return f"{min(DRIVER_HEAP_CAP_MIB, mib)}m"
 
 
-def _memory_conf(input_bytes: int | None) -> dict[str, str]:
-    return {"spark.driver.memory": driver_memory_for(input_bytes)}
-
-
 def _submitted_conf() -> set[str]:
     """Keys spark-submit already set (its --conf values reach the driver as system
     properties); empty when Python starts the JVM itself."""
@@ -90,7 +86,8 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit
         builder = builder.master(os.environ.get("DELIVERY_AUDIT_MASTER", "local[2]"))
     given = _submitted_conf()
-    for k, v in {**DEFAULT_CONF, **_memory_conf(input_bytes), **(conf or {})}.items():
+    memory = {"spark.driver.memory": driver_memory_for(input_bytes)}
+    for k, v in {**DEFAULT_CONF, **memory, **(conf or {})}.items():
         if k not in given or (conf and k in conf):  # spark-submit --conf wins over defaults
             builder = builder.config(k, v)
     spark = builder.getOrCreate()

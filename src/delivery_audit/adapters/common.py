@@ -43,21 +43,21 @@ def stem(origin: str) -> str:
 _ESCAPED = re.compile("[\udc80-\udcff]")  # an invalid byte, as surrogateescape reads it
 
 
-def open_lines(path: str, w: RowWriter | None = None) -> Iterator[tuple[int, str]]:
+def open_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str]]:
     """(1-based line number, text without the line break) of a local file, gzip allowed.
     A UTF-8 byte order mark opening the file is not text (as in Spark's line reader).
 
-    A line that is not valid UTF-8 is never decoded lossily (contract rule 4): with the
-    writer ``w`` it becomes an error row ("not valid UTF-8 (byte offset N of the line)",
-    the line shown with the bad bytes replaced) and is not yielded."""
+    A line that is not valid UTF-8 is never decoded lossily (contract rule 4): it becomes
+    an error row of ``w`` ("not valid UTF-8 (byte offset N of the line)", the line shown
+    with the bad bytes replaced) and is not yielded."""
     with open(path, "rb") as probe:
         gz = probe.read(2) == b"\x1f\x8b"
     raw = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
-    errors = "surrogateescape" if w is not None else "replace"
-    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors=errors, newline=None) as fh:
+    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape",
+                          newline=None) as fh:
         for n, line in enumerate(fh, start=1):
             line = line.rstrip("\r\n")
-            bad = _ESCAPED.search(line) if w is not None else None
+            bad = _ESCAPED.search(line)
             if bad is not None:
                 offset = len(line[:bad.start()].encode("utf-8", "surrogateescape"))
                 shown = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -105,18 +105,26 @@ def local_files(pattern: str) -> list[str]:
     """The local files a pattern means (``~`` expanded)."""
     pattern = os.path.expanduser(pattern)
     prefix = literal_prefix(pattern)
-    if not has_wildcard(pattern) and "{" not in pattern and os.path.isfile(pattern):
-        return [pattern]
-    top = prefix if os.path.isdir(prefix) and "{" not in pattern and not has_wildcard(
-        pattern) else os.path.dirname(prefix)
-    return select(pattern, _walk(top))
+    if prefix == pattern:  # no wildcard, no brace: a file, or a folder to walk
+        return [pattern] if os.path.isfile(pattern) else select(pattern, _walk(pattern, None))
+    # below the folder the pattern starts in, no deeper than its segments reach (any
+    # depth with **)
+    top = os.path.dirname(prefix)
+    depth = None if "**" in pattern else max(
+        p.count("/") for p in expand_braces(pattern[len(top):].lstrip("/")))
+    return select(pattern, _walk(top, depth))
 
 
-def _walk(top: str) -> Iterable[str]:
+def _walk(top: str, depth: int | None) -> Iterable[str]:
+    """Files below ``top`` (``""``: the working folder, paths relative to it), descending at
+    most ``depth`` folders (None: all)."""
     root = top or "."
     if not os.path.isdir(root):
         return
-    for folder, _dirs, files in os.walk(root):
+    base = root.rstrip("/").count("/")
+    for folder, dirs, files in os.walk(root):
+        if depth is not None and folder.rstrip("/").count("/") - base >= depth:
+            dirs.clear()
         for name in files:
             path = os.path.join(folder, name)
             yield path[2:] if not top and path.startswith("./") else path

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 
-def is_s3(uri: str) -> bool:
-    return uri.startswith("s3://")
-
-
 def split_s3(uri: str) -> tuple[str, str]:
     """``s3://bucket/a/b`` → ``("bucket", "a/b")`` (any ``scheme://`` is cut the same way)."""
     rest = uri.split("://", 1)[1] if "://" in uri else uri

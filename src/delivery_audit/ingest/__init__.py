@@ -33,7 +33,7 @@ from .dedup import compared_values, fingerprint, later_copies
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format, resolve
 from .parsing import typed_rows
 from .pruning import Bounds
-from .tokens import exact_for, read_tokens
+from .tokens import exact_for, read_tokens, union_all
 
 __all__ = ["Bounds", "Ingested", "Ingestion", "InputError", "ingest", "ingest_all", "resolve",
            "empty_source", "read_bounds"]
@@ -98,7 +98,6 @@ class Staged:
     """One source read once and written to Parquet at ``root``, partitioned by ``_status``."""
 
     resolved: ResolvedInput
-    fmt: str  # the format read (jsonl for an adapter's output)
     root: Path
     extra_counts: dict[str, int]
 
@@ -125,11 +124,8 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
     for f in files:
         groups.setdefault(file_format(fmt, f), []).append(f)
     # each format by its own reader and rules: the typed rows have the same columns
-    typed = [typed_rows(read_tokens(spark, g, group, source), source, exact_for(g, source))
-             for g, group in sorted(groups.items())]
-    rows = typed[0]
-    for other in typed[1:]:
-        rows = rows.unionByName(other)
+    rows = union_all([typed_rows(read_tokens(spark, g, group, source), source,
+                                 exact_for(g, source)) for g, group in sorted(groups.items())])
     parsed = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
         "_file", "_block", "_pos",
@@ -149,7 +145,7 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
         raise InputError(f"{source}: cannot read {', '.join(resolved.origins[:3])}"
                          f"{' …' if len(resolved.origins) > 3 else ''}: "
                          f"{str(exc).splitlines()[0][:300]}") from exc
-    return Staged(resolved, fmt, root, extra_counts)
+    return Staged(resolved, root, extra_counts)
 
 
 def _read_staged(spark: SparkSession, st: Staged) -> DataFrame:

@@ -115,9 +115,9 @@ BOM = "\ufeff"
 
 def utf8_problem(text: X, where: str) -> X:
     """Null when ``text`` holds valid UTF-8, else why not, naming the byte offset of the
-    first invalid byte (0-based, within ``where``). Spark keeps the bytes it read (the text
-    reader, Parquet, CSV read as ISO-8859-1 and re-encoded): they are validated here, never
-    decoded lossily (contract rule 4). The offset: the valid prefix before the first
+    first invalid byte (0-based, within ``where``). Spark keeps the bytes it read (its text
+    reader, which JSON Lines and CSV go through, and Parquet): they are validated here,
+    never decoded lossily (contract rule 4). The offset: the valid prefix before the first
     replacement character ``make_valid_utf8`` puts in, after any U+FFFD of the text itself
     is swapped for another 3-byte character (so it is not mistaken for one)."""
     fixed = S.fn("make_valid_utf8", S.fn("replace", text, S.lit("\ufffd"), S.lit("\u2603")))
@@ -307,19 +307,21 @@ _FIELD_QUOTE = r'(?<=^|,)"|"(?=,|$)'
 def _csv_records(lines: DataFrame) -> DataFrame:
     """Lines of CSV files → records (RFC 4180: a quoted field may hold line breaks), with
     the physical line each starts at (``_line_no``, 1-based) and its number in the file
-    (``_rec``, the header is 1). One shuffle: lines are ordered per file by a window."""
+    (``_rec``, the header is 1). One shuffle and one sort: lines are ordered per file by
+    the windows, and a record's lines are contiguous in that order (no second exchange)."""
     structural = S.fn("regexp_count",
                       S.fn("regexp_replace", S.col("_text"), S.lit('""'), S.lit("")),
                       S.lit(_FIELD_QUOTE))
     odd = S.fn("pmod", structural, S.lit(2))
     order = ["_block", "_pos"]
     numbered = S.select(
-        lines, "_file", "_text",
+        lines, "_file", *order, "_text",
         S.over("row_number()", ["_file"], order).alias("_n"),
         S.coalesce(S.over(f"sum({odd.sql})", ["_file"], order, S.BEFORE), S.lit(0))
         .alias("_open"))
+    # the same order as above: Spark sorts the lines once for both windows
     starts = S.select(numbered, "*", S.over(
-        "sum(CASE WHEN pmod(_open, 2) = 1 THEN 0 ELSE 1 END)", ["_file"], ["_n"], S.UPTO)
+        "sum(CASE WHEN pmod(_open, 2) = 1 THEN 0 ELSE 1 END)", ["_file"], order, S.UPTO)
         .alias("_rec"))
     return (starts.groupBy("_file", "_rec").agg(
         F.min("_n").alias("_line_no"), F.count(F.lit(1)).alias("_lines"),
@@ -374,10 +376,11 @@ def read_csv(spark: SparkSession, files: list[str], source: str) -> DataFrame:
             _shown_line(S.col("_text"), lerr).alias("_raw"),
             err.cast("string").alias("_err"), *cols,
         ))
-    return _union(frames)
+    return union_all(frames)
 
 
-def _union(frames: list[DataFrame]) -> DataFrame:
+def union_all(frames: list[DataFrame]) -> DataFrame:
+    """Frames of the same columns, by name, as one."""
     out = frames[0]
     for other in frames[1:]:
         out = out.unionByName(other)
@@ -432,7 +435,7 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
     for df in frames:
         for name, dtype in _types(df).items():
             suffixes[name].add(VALUE_COLUMNS.get(_parquet_kind(dtype), "__s"))
-    return _union([_parquet_tokens(df, source, suffixes) for df in frames])
+    return union_all([_parquet_tokens(df, source, suffixes) for df in frames])
 
 
 def _types(df: DataFrame) -> dict[str, T.DataType]:
