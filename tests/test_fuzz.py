@@ -14,8 +14,9 @@ Properties, for every example:
   an earlier row is "duplicate of line N" of that row.
 
 An example is a batch (40–120 rows, one or a few files). A Spark job per example would take
-seconds, so the examples of a reader are written into one file set and ingested together
-(``check_many``: up to 50 per Spark run, each file checked on its own); the adapters, pure
+seconds, so the examples of all three readers are written into one file set and ingested
+together (``check_many``: up to 50 per reader per Spark run, each file checked on its own;
+a source's files mix formats); the adapters, pure
 Python, run 10,000 small examples. Examples are derandomized (the same every run);
 ``FUZZ_EXAMPLES`` (``make fuzz``) raises their number, ``FUZZ_SHRINK=1`` lets Hypothesis
 shrink a failure (slow). tests/test_hostile_bulk.py labels every line of one large corpus.
@@ -23,7 +24,6 @@ shrink a failure (slow). tests/test_hostile_bulk.py labels every line of one lar
 
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 import json
@@ -41,6 +41,11 @@ from hypothesis import strategies as st
 
 from delivery_audit.adapters import convert
 from delivery_audit.config import AuditConfig
+from delivery_audit.generator.hostile import INVALID_UTF8
+from delivery_audit.generator.hostile import csv_cell as _csv_cell
+from delivery_audit.generator.hostile import csv_record as _csv_line
+from delivery_audit.generator.hostile import json_line as _json
+from delivery_audit.generator.hostile import with_raw as _set_raw
 from delivery_audit.ingest import InputError, ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
 from delivery_audit.window import AuditWindow
@@ -214,22 +219,6 @@ def _splice(data: bytes, rnd: random.Random, insert: bytes, source: str) -> byte
     return data[:k] + insert + data[k:]
 
 
-# Bytes that are not UTF-8 (and hold no line break).
-INVALID_UTF8 = [b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28",
-                b"\xc0\xaf", b"\x80\x80\x80"]
-
-
-def _json(row: dict) -> bytes:
-    return json.dumps(row, ensure_ascii=False).encode("utf-8")
-
-
-def _set_raw(row: dict, name: str, value_json: str) -> bytes:
-    """The row as JSON with one field replaced by raw JSON text."""
-    obj = dict(row)
-    obj[name] = "\x00MARK\x00"
-    return _json(obj).replace(b'"\\u0000MARK\\u0000"', value_json.encode("utf-8"))
-
-
 JSONL_MUTATIONS = [
     "none", "none", "none", "truncate", "bad_value", "edge_value", "huge_string",
     "huge_name", "invalid_utf8", "nul_raw", "nul_escaped", "control_raw", "deep",
@@ -374,12 +363,15 @@ def _decoded(line: Line, first: bool) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def check_ingested(result, quarantine: list, files: dict[str, list[Line]], valid_count: int,
-                   how: str) -> None:
-    """The accounting and location properties, for rows written as `files` (path → lines).
+def _how(path: str) -> str:
+    """How a file's rows are located: "line" (text: quarantine raw = the line's text, row =
+    its line number) or "parquet" (row = index + 1, raw carries the row's marker)."""
+    return "parquet" if path.endswith(".parquet") else "line"
 
-    how: "line" (quarantine raw = the line's text, row = its line number), "csv" (row = the
-    data row, raw carries the row's marker), "parquet" (row = index + 1, marker)."""
+
+def check_ingested(result, quarantine: list, files: dict[str, list[Line]],
+                   valid_count: int) -> None:
+    """The accounting and location properties, for rows written as `files` (path → lines)."""
     c = result.counts
     rows = {path: [k for k, ln in enumerate(lines) if ln.expect is not None]
             for path, lines in files.items()}
@@ -393,7 +385,7 @@ def check_ingested(result, quarantine: list, files: dict[str, list[Line]], valid
         assert q["reason"], q
         assert q["source"] == result.source
         assert q["file"] in files, (q["file"], list(files))
-        lines, row = files[q["file"]], q["row"]
+        lines, row, how = files[q["file"]], q["row"], _how(q["file"])
         # the physical line of a text row, or the data row / row index
         index = row - 1 if how == "line" else (rows[q["file"]][row - 1]
                                                 if 1 <= row <= len(rows[q["file"]]) else None)
@@ -414,6 +406,7 @@ def check_ingested(result, quarantine: list, files: dict[str, list[Line]], valid
         else:
             assert json.loads(q["raw"]).get("row_id") == line.marker, (row, q["raw"][:200])
     for path, lines in files.items():
+        how = _how(path)
         for k in rows[path]:
             ln = lines[k]
             row = k + 1 if how == "line" else rows[path].index(k) + 1
@@ -450,7 +443,7 @@ def _plan(mutations: list[str]):
     return st.lists(st.sampled_from(mutations), min_size=40, max_size=120)
 
 
-# Many examples, one Spark run: Hypothesis draws a list of examples (each its own files,
+# Many examples, one Spark run: Hypothesis draws lists of examples (each its own files,
 # its rows numbered from its own base so no two examples share a row), all written into
 # one file set and ingested together, every source in one ingest_all; the checks are per
 # file, so each example is checked as if it ran alone. FUZZ_EXAMPLES examples in runs of
@@ -460,13 +453,16 @@ ROWS_PER_EXAMPLE = 1000  # above any plan's length
 
 
 def many(example):
-    """The strategy of one run's examples (its size: FUZZ_EXAMPLES up to PER_RUN)."""
+    """The strategy of one run's examples of a reader (FUZZ_EXAMPLES, at most PER_RUN)."""
     n = max(1, min(FUZZ_EXAMPLES, PER_RUN))
     return st.lists(example, min_size=n, max_size=n)
 
 
 def many_settings() -> settings:
     return fuzz_settings(-(-max(1, FUZZ_EXAMPLES) // PER_RUN))
+
+
+SOURCE, SEED = st.sampled_from(SOURCES), st.integers(0, 2**31)
 
 
 def _mutations(rnd: random.Random, mutations: list[str]) -> list[str]:
@@ -483,19 +479,19 @@ def _put(path: Path, data: bytes, gz: bool) -> str:
     return str(path)
 
 
-def run_examples(spark, tmp: Path, examples: list[tuple], write, how: str) -> None:
-    """Write each example (source, *params) into its own folder, its rows numbered from its
-    own base, with ``write(folder, base, source, *params)``; ingest and check them at once."""
+def run_examples(spark, tmp: Path, examples: list[tuple]) -> None:
+    """Write each example (write, source, *params) into its own folder, its rows numbered
+    from its own base, with ``write(folder, base, source, *params)``; ingest and check them
+    at once."""
     written = []
-    for n, (source, *params) in enumerate(examples):
+    for n, (write, source, *params) in enumerate(examples):
         folder = tmp / f"ex{n}"
         folder.mkdir()
         written.append((source, write(folder, n * ROWS_PER_EXAMPLE, source, *params)))
-    check_many(spark, written, how, tmp / "work")
+    check_many(spark, written, tmp / "work")
 
 
-def check_many(spark, examples: list[tuple[str, dict[str, list[Line]]]], how: str,
-               work: Path) -> None:
+def check_many(spark, examples: list[tuple[str, dict[str, list[Line]]]], work: Path) -> None:
     """Ingest every example's files at once (a source's files together) and check each
     file as check_ingested does."""
     from delivery_audit.ingest import ingest_all
@@ -508,7 +504,7 @@ def check_many(spark, examples: list[tuple[str, dict[str, list[Line]]]], how: st
     for s, written in by_source.items():
         result = got.sources[s]
         quarantine = [r.asDict() for r in result.quarantine.collect()]
-        check_ingested(result, quarantine, written, result.valid.count(), how)
+        check_ingested(result, quarantine, written, result.valid.count())
 
 
 # ------------------------------------------------------------------------- JSON Lines
@@ -528,30 +524,7 @@ def write_jsonl_example(tmp: Path, base: int, source: str, seed: int, files: int
     return written
 
 
-@many_settings()
-@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
-                               st.integers(1, 2), st.booleans(), st.booleans())))
-def test_jsonl_hostile_rows(spark, tmp_path_factory, examples):
-    # duplicates across files point at the other file: only same-file copies are checked
-    run_examples(spark, tmp_path_factory.mktemp("fuzz-jsonl"), examples, write_jsonl_example,
-                 "line")
-
-
 # ------------------------------------------------------------------------- CSV
-
-
-def _csv_cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def _csv_line(cells: list[str]) -> bytes:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow(cells)
-    return buf.getvalue().encode("utf-8")
 
 
 BAD_CSV = {"int": ["x", "1.5", "-1", "+1", " 1", "1e3", "0x10", "١٢٣"],
@@ -692,14 +665,6 @@ def write_csv_example(tmp: Path, base: int, source: str, seed: int, files: int, 
         lines = [head, *b.lines]
         written[_put(tmp / f"part-{k}.csv", joined(lines), gz)] = lines
     return written
-
-
-@many_settings()
-@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
-                               st.integers(1, 3), st.booleans(), st.booleans())))
-def test_csv_hostile_rows(spark, tmp_path_factory, examples):
-    run_examples(spark, tmp_path_factory.mktemp("fuzz-csv"), examples, write_csv_example,
-                 "line")
 
 
 # ------------------------------------------------------------------------- Parquet
@@ -863,11 +828,17 @@ def write_parquet_example(tmp: Path, base: int, source: str, seed: int,
 
 
 @many_settings()
-@given(examples=many(st.tuples(st.sampled_from(SOURCES), st.integers(0, 2**31),
-                               st.integers(1, 3))))
-def test_parquet_hostile_rows(spark, tmp_path_factory, examples):
-    run_examples(spark, tmp_path_factory.mktemp("fuzz-parquet"), examples,
-                 write_parquet_example, "parquet")
+@given(jsonl=many(st.tuples(SOURCE, SEED, st.integers(1, 2), st.booleans(), st.booleans())),
+       csv_=many(st.tuples(SOURCE, SEED, st.integers(1, 3), st.booleans(), st.booleans())),
+       parquet=many(st.tuples(SOURCE, SEED, st.integers(1, 3))))
+def test_hostile_rows_of_every_reader(spark, tmp_path_factory, jsonl, csv_, parquet):
+    """JSON Lines, CSV and Parquet examples in one file set, ingested at once (a source's
+    files may mix formats): one Spark run for all three readers. Duplicates across files
+    point at the other file: only same-file copies are checked."""
+    run_examples(spark, tmp_path_factory.mktemp("fuzz-readers"),
+                 [(write_jsonl_example, *e) for e in jsonl]
+                 + [(write_csv_example, *e) for e in csv_]
+                 + [(write_parquet_example, *e) for e in parquet])
 
 
 # ------------------------------------------------------------------------- adapters

@@ -93,19 +93,21 @@ def valid_row(source: str, i: int) -> dict:
             "detail": f"assignment {i}"}
 
 
-def _json(row: dict) -> bytes:
+def json_line(row: dict) -> bytes:
     return json.dumps(row, ensure_ascii=False).encode("utf-8")
 
 
-def _with_raw(row: dict, name: str, value_json: bytes) -> bytes:
+def with_raw(row: dict, name: str, value_json: bytes | str) -> bytes:
     """The row as JSON with one field's value replaced by raw JSON text."""
     obj = dict(row)
     obj[name] = "\x00MARK\x00"
-    return _json(obj).replace(b'"\\u0000MARK\\u0000"', value_json)
+    raw = value_json.encode("utf-8") if isinstance(value_json, str) else value_json
+    return json_line(obj).replace(b'"\\u0000MARK\\u0000"', raw)
 
 
-_INVALID_UTF8 = [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\xc0\xaf",
-                 b"\x80"]
+# Bytes that are not UTF-8 (and hold no line break).
+INVALID_UTF8 = [b"\xff", b"\xfe\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28",
+                b"\xc0\xaf", b"\x80\x80\x80"]
 MARKUP = ['<script>alert("x")</script>', '"><img src=x onerror=alert(1)>',
            "</td></tr><b onmouseover=alert(2)>"]
 _FORMULAS = ['=HYPERLINK("http://evil.example","click")', "+cmd|' /C calc'!A0", "@SUM(1+1)",
@@ -116,9 +118,9 @@ def _bad_utf8_line(row: dict, source: str, rnd: random.Random) -> tuple[bytes, i
     """A JSON line with invalid bytes inside a string value, and their byte offset."""
     name = TEXT[source]
     row = dict(row, **{name: "ab"})
-    data = _json(row)
+    data = json_line(row)
     at = data.index(b'"' + name.encode() + b'": "ab"') + len(name) + 5  # after 'a'
-    return data[:at] + rnd.choice(_INVALID_UTF8) + data[at:], at
+    return data[:at] + rnd.choice(INVALID_UTF8) + data[at:], at
 
 
 # -- JSON Lines kinds: (kind, line bytes, class, reason pattern); a kind may add several lines
@@ -145,106 +147,106 @@ def jsonl_line(kind: str, source: str, row: dict, rnd: random.Random,
     q = QUARANTINED
     nl = b"\n"
     if kind == "truncated":
-        data = _json(row)
+        data = json_line(row)
         return [(data[:rnd.randrange(1, len(data) - 1)], nl, q, r"^not valid JSON")]
     if kind == "word_for_int":
-        return [(_with_raw(row, i, b'"abc"'), nl, q, rf"^field '{i}': not an integer 'abc'$")]
+        return [(with_raw(row, i, b'"abc"'), nl, q, rf"^field '{i}': not an integer 'abc'$")]
     if kind == "object_for_int":
-        return [(_with_raw(row, p, b'{"a": 1}'), nl, q, rf"^field '{p}': wrong type \(other\)$")]
+        return [(with_raw(row, p, b'{"a": 1}'), nl, q, rf"^field '{p}': wrong type \(other\)$")]
     if kind == "int_overflow":
-        return [(_with_raw(row, p, b"2147483648"), nl, q,
+        return [(with_raw(row, p, b"2147483648"), nl, q,
                  rf"^field '{p}': integer out of range")]
     if kind == "long_overflow":
-        return [(_with_raw(row, OFFSET, b"18446744073709551616"), nl, q,
+        return [(with_raw(row, OFFSET, b"18446744073709551616"), nl, q,
                  rf"^field '{OFFSET}': integer out of range")]
     if kind == "negative_offset":
-        return [(_with_raw(row, OFFSET, b"-5"), nl, q, rf"^field '{OFFSET}': negative '-5'$")]
+        return [(with_raw(row, OFFSET, b"-5"), nl, q, rf"^field '{OFFSET}': negative '-5'$")]
     if kind == "nan":
-        return [(_with_raw(row, i, b"NaN"), nl, q, r"^not valid JSON$")]
+        return [(with_raw(row, i, b"NaN"), nl, q, r"^not valid JSON$")]
     if kind == "fraction":
-        return [(_with_raw(row, i, b"1.5"), nl, q, rf"^field '{i}': not an integer '1.5'$")]
+        return [(with_raw(row, i, b"1.5"), nl, q, rf"^field '{i}': not an integer '1.5'$")]
     if kind == "integral_float":
-        return [(_with_raw(row, i, f"{row[i]}.0".encode()), nl, VALID, None)]
+        return [(with_raw(row, i, f"{row[i]}.0".encode()), nl, VALID, None)]
     if kind == "nul_raw":
-        return [(_with_raw(row, TEXT[source], b'"a\x00b"'), nl, q, r"^not valid JSON$")]
+        return [(with_raw(row, TEXT[source], b'"a\x00b"'), nl, q, r"^not valid JSON$")]
     if kind == "nul_escaped":
-        return [(_with_raw(row, TEXT[source], b'"a\\u0000b"'), nl, VALID, None)]
+        return [(with_raw(row, TEXT[source], b'"a\\u0000b"'), nl, VALID, None)]
     if kind == "control_raw":
-        return [(_with_raw(row, TEXT[source], b'"a\x01b"'), nl, q, r"^not valid JSON$")]
+        return [(with_raw(row, TEXT[source], b'"a\x01b"'), nl, q, r"^not valid JSON$")]
     if kind == "invalid_utf8":
         data, at = _bad_utf8_line(row, source, rnd)
         return [(data, nl, q, rf"^not valid UTF-8 \(byte offset {at} of the line\)$")]
     if kind == "huge_key":
-        return [(_json(dict(row, **{TEXT[source]: "k" * MIB})), nl, VALID, None)]
+        return [(json_line(dict(row, **{TEXT[source]: "k" * MIB})), nl, VALID, None)]
     if kind == "huge_line":
-        return [(_json(dict(row, zz_payload="x" * (5 * MIB))), nl, VALID, None)]
+        return [(json_line(dict(row, zz_payload="x" * (5 * MIB))), nl, VALID, None)]
     if kind == "oversized_line":
-        data = _json(dict(row, zz_payload="x" * (9 * MIB)))
+        data = json_line(dict(row, zz_payload="x" * (9 * MIB)))
         return [(data, nl, q, rf"^line of {len(data)} bytes, over the 8 MiB limit$")]
     if kind == "deep_ok":
-        return [(_with_raw(row, "zz_nested", b"[" * 100 + b"1" + b"]" * 100), nl, VALID, None)]
+        return [(with_raw(row, "zz_nested", b"[" * 100 + b"1" + b"]" * 100), nl, VALID, None)]
     if kind == "too_deep":
-        return [(_with_raw(row, "zz_nested", b"[" * 5000 + b"]" * 5000), nl, q,
+        return [(with_raw(row, "zz_nested", b"[" * 5000 + b"]" * 5000), nl, q,
                  r"^not valid JSON$")]
     if kind == "tz_offset":
         value = rnd.choice(['"2026-11-19T10:00:00+05:45"', '"2026-11-19T03:00:00-09:30"',
                             '"2026-11-19T12:00:00.123456+14:00"'])
-        return [(_with_raw(row, t, value.encode()), nl, VALID, None)]
+        return [(with_raw(row, t, value.encode()), nl, VALID, None)]
     if kind == "tz_name":
-        return [(_with_raw(row, t, b'"2026-11-19T10:00:00 PST"'), nl, q,
+        return [(with_raw(row, t, b'"2026-11-19T10:00:00 PST"'), nl, q,
                  rf"^field '{t}': not a timestamp ")]
     if kind == "no_zone":
-        return [(_with_raw(row, t, b'"2026-11-19T10:00:00"'), nl, VALID, None)]
+        return [(with_raw(row, t, b'"2026-11-19T10:00:00"'), nl, VALID, None)]
     if kind == "epoch_text":
-        return [(_with_raw(row, t, f'"{T0 + 7}"'.encode()), nl, VALID, None)]
+        return [(with_raw(row, t, f'"{T0 + 7}"'.encode()), nl, VALID, None)]
     if kind == "markup":  # in a name the report shows (topic, member, group)
-        return [(_json(dict(row, **{REQUIRED_TEXT[source]: rnd.choice(MARKUP)})), nl, VALID,
+        return [(json_line(dict(row, **{REQUIRED_TEXT[source]: rnd.choice(MARKUP)})), nl, VALID,
                  None)]
     if kind == "formula":
-        return [(_json(dict(row, **{TEXT[source]: rnd.choice(_FORMULAS)})), nl, VALID, None)]
+        return [(json_line(dict(row, **{TEXT[source]: rnd.choice(_FORMULAS)})), nl, VALID, None)]
     if kind == "bom_line":  # where a file began (files joined with cat): ignored
-        return [(b"\xef\xbb\xbf" + _json(row), nl, VALID, None)]
+        return [(b"\xef\xbb\xbf" + json_line(row), nl, VALID, None)]
     if kind == "bom_inside":  # between a name and its value: not JSON
-        return [(_with_raw(row, TEXT[source], b'\xef\xbb\xbf"x"'), nl, q, r"^not valid JSON")]
+        return [(with_raw(row, TEXT[source], b'\xef\xbb\xbf"x"'), nl, q, r"^not valid JSON")]
     if kind == "crlf":
-        return [(_json(row), b"\r\n", VALID, None)]
+        return [(json_line(row), b"\r\n", VALID, None)]
     if kind == "cr":
-        return [(_json(row), b"\r", VALID, None)]
+        return [(json_line(row), b"\r", VALID, None)]
     if kind == "blank":
-        return [(b"", nl, NOT_A_ROW, None), (_json(row), nl, VALID, None)]
+        return [(b"", nl, NOT_A_ROW, None), (json_line(row), nl, VALID, None)]
     if kind == "spaces":
-        return [(b" \t ", nl, NOT_A_ROW, None), (_json(row), nl, VALID, None)]
+        return [(b" \t ", nl, NOT_A_ROW, None), (json_line(row), nl, VALID, None)]
     if kind == "array":
-        return [(b"[" + _json(row) + b"]", nl, q, r"^not a JSON object$")]
+        return [(b"[" + json_line(row) + b"]", nl, q, r"^not a JSON object$")]
     if kind == "two_objects":
-        return [(_json(row) + b" " + _json(row), nl, q,
+        return [(json_line(row) + b" " + json_line(row), nl, q,
                  r"^not valid JSON: content after the object$")]
     if kind == "missing_required":
         name = REQUIRED_TEXT[source]
-        return [(_json({k: v for k, v in row.items() if k != name}), nl, q,
+        return [(json_line({k: v for k, v in row.items() if k != name}), nl, q,
                  rf"^missing required field '{name}'$")]
     if kind == "empty_required":
         name = REQUIRED_TEXT[source]
-        return [(_json(dict(row, **{name: ""})), nl, q, rf"^missing required field '{name}'$")]
+        return [(json_line(dict(row, **{name: ""})), nl, q, rf"^missing required field '{name}'$")]
     if kind == "case_keys":
         name = REQUIRED_TEXT[source]
         obj = {(k.upper() if k == name else k): v for k, v in row.items()}
-        return [(_json(obj), nl, q, rf"^missing required field '{name}'$")]
+        return [(json_line(obj), nl, q, rf"^missing required field '{name}'$")]
     if kind == "bool_key":
         name = TEXT[source]
-        return [(_with_raw(row, name, b"true"), nl, q, rf"^field '{name}': wrong type \(bool\)$")]
+        return [(with_raw(row, name, b"true"), nl, q, rf"^field '{name}': wrong type \(bool\)$")]
     if kind == "int_key":  # a JSON integer key is taken as its decimal text
-        return [(_with_raw(row, TEXT[source], str(10**12 + row[i]).encode()), nl, VALID, None)]
+        return [(with_raw(row, TEXT[source], str(10**12 + row[i]).encode()), nl, VALID, None)]
     if kind == "year_10000":
-        return [(_with_raw(row, t, b'"+10000-01-01T00:00:00Z"'), nl, q,
+        return [(with_raw(row, t, b'"+10000-01-01T00:00:00Z"'), nl, q,
                  rf"^field '{t}': timestamp out of range")]
     if kind == "duplicate":
         if not earlier:
-            return [(_json(row), nl, VALID, None)]
+            return [(json_line(row), nl, VALID, None)]
         line_no, data = rnd.choice(earlier[-50:])
         return [(data, nl, q, rf"^duplicate of line {line_no}$")]
     if kind == "extra_fields":
-        return [(_json(dict(row, zz={"nested": [1, {"a": None}]}, _file="forged", __line=9,
+        return [(json_line(dict(row, zz={"nested": [1, {"a": None}]}, _file="forged", __line=9,
                             Topic="OTHER")), nl, VALID, None)]
     if kind == "not_json":
         junk = rnd.choice([b"{'topic': 'single quotes'}", b"not json at all", b"{",
@@ -252,9 +254,9 @@ def jsonl_line(kind: str, source: str, row: dict, rnd: random.Random,
         return [(junk, nl, q, r"^not (valid JSON|a JSON object)")]
     if kind == "bad_enum":
         name = ENUM[source]
-        return [(_with_raw(row, name, b'"nope"'), nl, q, rf"^field '{name}': not one of ")]
+        return [(with_raw(row, name, b'"nope"'), nl, q, rf"^field '{name}': not one of ")]
     if kind == "acked_without_offset":
-        return [(_json({k: v for k, v in row.items() if k not in ("partition", "offset")}), nl,
+        return [(json_line({k: v for k, v in row.items() if k not in ("partition", "offset")}), nl,
                  q, r"^acked send without partition/offset$")]
     raise AssertionError(kind)
 
@@ -271,7 +273,8 @@ def csv_kinds(source: str) -> list[str]:
     return kinds
 
 
-def _cell(v) -> str:
+def csv_cell(v) -> str:
+    """A value as a CSV cell's text (None: an empty cell)."""
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -293,7 +296,7 @@ def csv_line(kind: str, source: str, row: dict, header: list[str], rnd: random.R
 
     def rec(**changes) -> bytes:
         r = dict(row, **changes)
-        return csv_record([_cell(r.get(h)) for h in header])
+        return csv_record([csv_cell(r.get(h)) for h in header])
 
     if kind == "quoted_json":
         return [(rec(**{text: '{"a": 1, "b": "x, ""y"""}'}), crlf, VALID, None)]
@@ -309,7 +312,7 @@ def csv_line(kind: str, source: str, row: dict, header: list[str], rnd: random.R
     if kind == "invalid_utf8":
         data = rec(**{text: "QQQ"})
         at = data.index(b"QQQ") + 1
-        data = data.replace(b"QQQ", b"Q" + rnd.choice(_INVALID_UTF8) + b"Q")
+        data = data.replace(b"QQQ", b"Q" + rnd.choice(INVALID_UTF8) + b"Q")
         return [(data, crlf, q, rf"^not valid UTF-8 \(byte offset {at} of the record\)$")]
     if kind == "extra_cells":
         return [(rec() + b",extra", crlf, q,
@@ -403,7 +406,8 @@ def parquet_row(kind: str, source: str, row: dict) -> tuple[dict, str, str | Non
         "fraction": ({i: 1.5}, q, rf"^field '{i}': not an integer '1.5'$"),
         "integral_float": ({i: float(row[i] or 0)}, VALID, None),
         "exponent": ({i: 1e30}, q, rf"^field '{i}': not an integer "),
-        "struct_for_int": ({}, VALID, None),
+        "struct_for_int": ({"_struct": True}, q,  # its optional int field: a struct
+                           rf"^field '{OPTIONAL_INT[source]}': wrong type \(other\)$"),
     }
     return table[kind]
 
@@ -412,7 +416,7 @@ def _parquet_value(f, v, schema: str):
     if v is None or isinstance(v, bytes):
         return v
     if schema == "text":
-        return _cell(v)
+        return csv_cell(v)
     if f.kind == "timestamp":
         if isinstance(v, int):
             return datetime.fromtimestamp(v / 1000, UTC)
@@ -458,22 +462,26 @@ def write_corpus(out: Path, per_source: int = 1000, seed: int = 7) -> Corpus:
         folder = out / source
         folder.mkdir(parents=True, exist_ok=True)
         paths: list[str] = []
-        text_share = per_source * 2 // 5  # JSON Lines, CSV: 2/5 each (half gzipped)
-        plans = {"jsonl": text_share, "csv": text_share,
-                 "parquet": per_source - 2 * text_share}
-        for fmt, count in plans.items():
+        text = per_source * 2 // 5  # JSON Lines and CSV 2/5 each, half of it gzipped
+        for fmt in ("jsonl", "csv"):
             used: Counter = Counter()  # the capped kinds, over a format's files
-            for gz in ((False, True) if fmt != "parquet" else (False,)):
-                share = count // 2 if fmt != "parquet" else count
-                if gz and fmt != "parquet":
-                    share = count - count // 2
-                if fmt == "parquet":
-                    n = _write_parquet_files(corpus, folder, source, share, n, paths)
-                else:
-                    n = _write_text_file(corpus, folder, source, fmt, gz, share, n, rnd, paths,
-                                         used)
+            for gz, share in ((False, text // 2), (True, text - text // 2)):
+                n = _write_text_file(corpus, folder, source, fmt, gz, share, n, rnd, paths,
+                                     used)
+        n = _write_parquet_files(corpus, folder, source, per_source - 2 * text, n, paths)
         corpus.files[source] = paths
     return corpus
+
+
+def _capped(kinds: list[str], count: int, used: Counter, fallback: str):
+    """``count`` kinds, cycling through ``kinds``; a kind past its cap (CAPPED, counted in
+    ``used``) gives way to ``fallback``."""
+    for k in range(count):
+        kind = kinds[k % len(kinds)]
+        if used[kind] >= CAPPED.get(kind, count):
+            kind = fallback
+        used[kind] += 1
+        yield kind
 
 
 def _write_text_file(corpus: Corpus, folder: Path, source: str, fmt: str, gz: bool,
@@ -498,11 +506,7 @@ def _write_text_file(corpus: Corpus, folder: Path, source: str, fmt: str, gz: bo
     if fmt == "csv":
         bom = b"\xef\xbb\xbf" if gz else b""  # the gzipped CSV opens with a BOM
         add(bom + csv_record(header), b"\r\n", NOT_A_ROW, None, "header")
-    for k in range(hostile):
-        kind = kinds[k % len(kinds)]
-        if used[kind] >= CAPPED.get(kind, hostile):
-            kind = "markup"
-        used[kind] += 1
+    for kind in _capped(kinds, hostile, used, "markup"):
         n += 1
         row = valid_row(source, n)
         if fmt == "jsonl":
@@ -513,8 +517,11 @@ def _write_text_file(corpus: Corpus, folder: Path, source: str, fmt: str, gz: bo
             add(data, end, klass, reason, kind)
         n += 1  # a plain valid row after each hostile one
         plain = valid_row(source, n)
-        add(_json(plain) if fmt == "jsonl" else csv_record([_cell(plain.get(h)) for h in header]),
-            b"\n" if fmt == "jsonl" else b"\r\n", VALID, None, "plain")
+        if fmt == "jsonl":
+            add(json_line(plain), b"\n", VALID, None, "plain")
+        else:
+            add(csv_record([csv_cell(plain.get(h)) for h in header]), b"\r\n", VALID, None,
+                "plain")
     data = b"".join(chunks)
     path.write_bytes(gzip.compress(data, compresslevel=1) if gz else data)
     paths.append(str(path))
@@ -523,14 +530,10 @@ def _write_text_file(corpus: Corpus, folder: Path, source: str, fmt: str, gz: bo
 
 def _write_parquet_files(corpus: Corpus, folder: Path, source: str, hostile: int, n: int,
                          paths: list[str]) -> int:
-    kinds = [(schema, kind) for schema, ks in PARQUET_KINDS.items() for kind in ks]
+    schema_of = {kind: schema for schema, ks in PARQUET_KINDS.items() for kind in ks}
     rows: dict[str, list[dict]] = defaultdict(list)
-    used: Counter = Counter()
-    for k in range(hostile):
-        schema, kind = kinds[k % len(kinds)]
-        if used[kind] >= CAPPED.get(kind, hostile):
-            schema, kind = "native", "markup"
-        used[kind] += 1
+    for kind in _capped(list(schema_of), hostile, Counter(), "markup"):
+        schema = schema_of[kind]
         path = folder / f"hostile-{schema}.parquet"
         for klass_kind in (kind, "plain"):
             n += 1
@@ -539,12 +542,7 @@ def _write_parquet_files(corpus: Corpus, folder: Path, source: str, hostile: int
                 changes, klass, reason = {}, VALID, None
             else:
                 changes, klass, reason = parquet_row(kind, source, row)
-            row = dict(row, **changes)
-            if kind == "struct_for_int" and klass_kind != "plain":  # an int field: a struct
-                row["_struct"] = True
-                name = OPTIONAL_INT[source]
-                klass, reason = QUARANTINED, rf"^field '{name}': wrong type \(other\)$"
-            rows[schema].append(row)
+            rows[schema].append(dict(row, **changes))
             corpus.expected.append(Expected(source, str(path), len(rows[schema]),
                                             klass_kind, klass, reason))
     for schema, rs in rows.items():
