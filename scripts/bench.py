@@ -173,14 +173,10 @@ def cold_cli_day(messages: int, work: Path) -> None:
     data = work / f"mixed-{messages}-jsonl"
     if not (data / "truth.json").exists():
         generate_scenario("mixed", messages, 7, START, data, "jsonl")
-    out = work / "reports-small"
-    cli = str(Path(sys.executable).parent / "delivery-audit")
-    cmd = [cli, "run", *[x for s in SOURCES for x in (f"--{s}", str(data / s / "*"))],
-           "--config", str(data / "config.yaml"), "--start", START.isoformat(), "--end", END,
-           "--out", str(out)]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    wall, peak, _ = run_measured(cmd, env)
-    report = json.loads(next(out.rglob("report.json")).read_text())
+    wall, peak, report_dir = cold_cli_run(
+        [*[x for s in SOURCES for x in (f"--{s}", str(data / s / "*"))],
+         "--config", str(data / "config.yaml")], work / "reports-small")
+    report = json.loads((report_dir / "report.json").read_text())
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     counts = {k: v["count"] for k, v in report["anomalies"].items()}
     print(f"\ncold whole-process audit of a {messages:,}-message day (delivery-audit run): "
@@ -188,26 +184,27 @@ def cold_cli_day(messages: int, work: Path) -> None:
           f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}", flush=True)
 
 
+def cold_cli_run(args: list[str], out: Path) -> tuple[float, int, Path]:
+    """`delivery-audit run ARGS` over the window, as a user runs it (a cold process): wall
+    seconds, peak PSS of its process tree, and the published report's folder."""
+    cli = str(Path(sys.executable).parent / "delivery-audit")
+    cmd = [cli, "run", *args, "--start", START.isoformat(), "--end", END, "--out", str(out)]
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    wall, peak, _ = run_measured(cmd, env)
+    return wall, peak, next(out.rglob("report.json")).parent
+
+
 def hostile_run(per_source: int, work: Path) -> None:
     """The hostile corpus (delivery_audit.generator.hostile, ``per_source`` hostile lines per
     source in every format) audited by `delivery-audit run` as a cold process: wall time, peak
     PSS of the whole process tree, and every line's class checked (the table by kind)."""
-    import pyarrow.parquet as pq
-
-    from delivery_audit.generator.hostile import check, table_text, write_corpus
+    from delivery_audit.generator.hostile import check_published, table_text, write_corpus
 
     root = work / f"hostile-{per_source}"
     corpus = write_corpus(root / "data", per_source, seed=21)
     size = sum(Path(f).stat().st_size for fs in corpus.files.values() for f in fs)
-    out = root / "reports"
-    cli = str(Path(sys.executable).parent / "delivery-audit")
-    cmd = [cli, "run", *[x for s, fs in corpus.files.items() for f in fs for x in (f"--{s}", f)],
-           "--start", START.isoformat(), "--end", END, "--out", str(out)]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    wall, peak, _ = run_measured(cmd, env)
-    report_dir = next(out.rglob("report.json")).parent
-    report = json.loads((report_dir / "report.json").read_text())
-    checked = check(corpus, report, pq.read_table(report_dir / "quarantine").to_pylist())
+    wall, peak, report_dir = cold_cli_run(corpus.run_args(), root / "reports")
+    checked = check_published(corpus, report_dir)
     rows = sum(len(corpus.rows(s)) for s in corpus.files)
     print(f"\nhostile run: {per_source:,} hostile lines per source, {rows:,} rows, "
           f"{size / 2**20:.0f} MiB in {sum(len(f) for f in corpus.files.values())} files: "

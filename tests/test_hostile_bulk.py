@@ -48,11 +48,9 @@ def hostile_audit(spark, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("hostile-bulk")
     corpus = write_corpus(root / "data", PER_SOURCE, seed=21)
-    args = ["run"]
-    for source, files in corpus.files.items():
-        for f in files:  # every format of a source in one audit
-            args += [f"--{source}", f]
-    result = CliRunner().invoke(app, [*args, *WINDOW, "--out", str(root / "reports")])
+    # every format of a source in one audit
+    result = CliRunner().invoke(app, ["run", *corpus.run_args(), *WINDOW,
+                                      "--out", str(root / "reports")])
     release_cached_frames()
     assert result.exit_code in (0, 3), result.output
     out = next((root / "reports").rglob("report.json")).parent

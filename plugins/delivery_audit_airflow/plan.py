@@ -7,9 +7,11 @@ Resolved once per run by the ``resolve_window`` task and passed on via XCom, so 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from delivery_audit.core.timefmt import iso_z as _iso
+from delivery_audit.window import AuditWindow, resolve_grace
 from delivery_audit_airflow import uris
 from delivery_audit_airflow.settings import Settings, date_placeholders
 
@@ -110,18 +112,6 @@ def _check_root(root: str) -> None:
         raise PlanError(str(exc)) from exc
 
 
-def _iso(dt: datetime) -> str:
-    from delivery_audit.core.timefmt import iso_z
-
-    return iso_z(dt)
-
-
-def window_id(start: datetime, end: datetime) -> str:
-    """Same as delivery_audit.window.AuditWindow.window_id (kept dependency-free)."""
-    fmt = "%Y%m%dT%H%M%SZ"
-    return f"{start.astimezone(UTC).strftime(fmt)}_{end.astimezone(UTC).strftime(fmt)}"
-
-
 def build_plan(*, start: datetime, end: datetime, settings: Settings,
                request: dict[str, Any] | None = None, source: str = "schedule") -> dict[str, Any]:
     """Everything the later tasks need, as a JSON-able dict."""
@@ -137,16 +127,20 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         if name != "events" and not value:
             raise PlanError(f"Variable delivery_audit_{name} is empty: the source is required")
     config_file = settings.render("config_file") or None
-    grace_minutes, grace_from = effective_grace(request.get("grace_minutes"), config_file,
-                                                settings.raw("grace"))
+    # the CLI's own precedence (window.resolve_grace): the run's Param > the audit config's
+    # grace_minutes > the deployment default (Variable delivery_audit_grace). The plan
+    # passes the result as --grace: the wait for end + grace and the job's window agree
+    grace_minutes, grace_from = resolve_grace(request.get("grace_minutes"),
+                                              config_grace(config_file), settings.raw("grace"))
     root = settings.render("report_root")
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
-    wid = window_id(start, end)
+    window = AuditWindow.of(start, end)  # the job's own window id and folder
+    wid = window.window_id
     if not re.fullmatch(WINDOW_ID_PATTERN, wid):  # years before 1000 or after 9999
         raise PlanError(f"window id {wid!r} is not YYYYMMDDTHHMMSSZ_YYYYMMDDTHHMMSSZ")
     _check_root(root)
-    report_dir = uris.join(root, f"dt={start.astimezone(UTC):%Y-%m-%d}", wid)
+    report_dir = uris.join(root, window.relative_dir)
     spark_conf = settings.json("spark_conf") or {}
     if not isinstance(spark_conf, dict):
         raise PlanError("Variable delivery_audit_spark_conf must be a JSON object")
@@ -170,19 +164,6 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "fail_run_on_verdict": settings.flag("fail_run_on_verdict"),
         "wait_for_grace": settings.flag("wait_for_grace"),
     }
-
-
-def effective_grace(param: float | None, config_file: str | None,
-                    deployment: str) -> tuple[float, str]:
-    """The grace of a run and where it came from, by the CLI's own precedence
-    (delivery_audit.window.resolve_grace): the run's Param > the audit config file's
-    ``grace_minutes`` > the deployment default (Variable delivery_audit_grace). The plan
-    passes the result as --grace, so the wait for the window's end + grace and the job's
-    window agree."""
-    from delivery_audit.window import resolve_grace
-
-    return resolve_grace(param, config_grace(config_file) if param is None else None,
-                         deployment)
 
 
 def config_grace(path: str | None) -> float | None:

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# the engine's light core (standard library only: fine at DAG parse time)
+from delivery_audit.core.globs import local_files, s3_keys
+from delivery_audit.core.s3uri import key_lister, split_s3
+
 
 def is_s3(uri: str) -> bool:
     return uri.startswith(("s3://", "s3a://"))
-
-
-def _split_s3(uri: str) -> tuple[str, str]:
-    from delivery_audit.core.s3uri import split_s3
-
-    return split_s3(uri)
 
 
 def _local(uri: str) -> Path:
@@ -38,26 +36,19 @@ def glob_matches(pattern: str, limit: int = 1000) -> list[str]:
     """Files a job input pattern means, local or s3://, by the job's own rules
     (delivery_audit.globs: '*' within a segment, '**' across, {a,b}, a folder is every file
     below it); an s3a:// or s3n:// pattern is refused, as the job refuses it."""
-    from delivery_audit.core.globs import local_files, s3_keys
-
     if pattern.startswith(("s3a://", "s3n://")):
         raise ValueError(f"{pattern}: use s3:// URIs")
     if not is_s3(pattern):
         return local_files(str(_local(pattern)))[:limit]
-    bucket, key_glob = _split_s3(pattern)
-
-    def list_keys(prefix: str):
-        paginator = _s3_client().get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-            yield from (obj["Key"] for obj in page.get("Contents", []))
-
-    return [f"s3://{bucket}/{k}" for k in s3_keys(key_glob, list_keys)][:limit]
+    bucket, key_glob = split_s3(pattern)
+    keys = s3_keys(key_glob, key_lister(_s3_client(), bucket))
+    return [f"s3://{bucket}/{k}" for k in keys][:limit]
 
 
 def exists(uri: str) -> bool:
     if not is_s3(uri):
         return _local(uri).is_file()
-    bucket, key = _split_s3(uri)
+    bucket, key = split_s3(uri)
     from botocore.exceptions import ClientError
 
     try:
@@ -72,7 +63,7 @@ def exists(uri: str) -> bool:
 def read_bytes(uri: str) -> bytes:
     if not is_s3(uri):
         return _local(uri).read_bytes()
-    bucket, key = _split_s3(uri)
+    bucket, key = split_s3(uri)
     return _s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
@@ -87,8 +78,5 @@ def list_files(prefix_uri: str) -> list[str]:
         if not root.is_dir():
             return []
         return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-    bucket, key = _split_s3(prefix_uri.rstrip("/") + "/")
-    out: list[str] = []
-    for page in _s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-        out += [o["Key"][len(key):] for o in page.get("Contents", [])]
-    return sorted(out)
+    bucket, key = split_s3(prefix_uri.rstrip("/") + "/")
+    return sorted(k[len(key):] for k in key_lister(_s3_client(), bucket)(key))

@@ -70,6 +70,10 @@ class Corpus:
     def rows(self, source: str) -> list[Expected]:
         return [e for e in self.expected if e.source == source and e.klass != NOT_A_ROW]
 
+    def run_args(self) -> list[str]:
+        """The corpus as `delivery-audit run` options: every file of every source."""
+        return [x for s, fs in self.files.items() for f in fs for x in (f"--{s}", f)]
+
 
 def valid_row(source: str, i: int) -> dict:
     """A valid row, unique in its source by ``i`` (no exact duplicate, no repeated
@@ -599,6 +603,14 @@ def check(corpus: Corpus, report: dict, quarantine: list[dict]) -> Checked:
             if i[k] != v:
                 problems.append(f"{source}: {k} {i[k]}, expected {v}")
     return Checked(dict(table), problems)
+
+
+def check_published(corpus: Corpus, report_dir: Path) -> Checked:
+    """:func:`check` against a published audit: its report.json and quarantine table."""
+    import pyarrow.parquet as pq
+
+    report = json.loads((report_dir / "report.json").read_text())
+    return check(corpus, report, pq.read_table(report_dir / "quarantine").to_pylist())
 
 
 def table_text(checked: Checked) -> str:

@@ -168,20 +168,14 @@ def _expand_s3(pattern: str, stage_dir: Path, s3_client=None,
     import boto3
 
     from ..core.globs import s3_keys
-    from ..core.s3uri import split_s3
+    from ..core.s3uri import key_lister, split_s3
 
     client = s3_client or boto3.client("s3")
     bucket, key_pattern = split_s3(pattern)
     out: list[tuple[str, str]] = []
     pruned = 0
-
-    def list_keys(prefix: str):
-        paginator = client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
-            yield from (obj["Key"] for obj in page.get("Contents", []))
-
     try:
-        for key in s3_keys(key_pattern, list_keys):
+        for key in s3_keys(key_pattern, key_lister(client, bucket)):
             if not keep(key, bounds):
                 pruned += 1
                 continue
