@@ -42,6 +42,8 @@ import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from delivery_audit.core.process import pid_alive, process_state
+
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 MARKER = "DELIVERY_AUDIT_CLUSTER_ID"
@@ -143,25 +145,9 @@ def marked_pids(cluster_id: str) -> list[int]:
         pid = int(entry.name)
         if pid == os.getpid():
             continue
-        if needle in _proc_environ(pid).split(b"\0"):
-            with contextlib.suppress(OSError):
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                if state != "Z":
-                    found.append(pid)
+        if needle in _proc_environ(pid).split(b"\0") and process_state(pid) not in (None, "Z"):
+            found.append(pid)
     return sorted(found)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        if (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) == "Z":
-            return False
-    return True
 
 
 def _reap(pid: int) -> None:
@@ -329,7 +315,7 @@ class SparkCluster:
         deadline = time.monotonic() + timeout
         while True:
             for d in [self.master, *self.worker_daemons]:
-                if d and not d.stopped and not _alive(d.pid):
+                if d and not d.stopped and not pid_alive(d.pid):
                     raise DaemonExited(d, f"{d.name} exited while waiting for {what}; "
                                           f"log {d.log}:\n{_tail(d.log)}")
             with contextlib.suppress(urllib.error.URLError, OSError, ValueError):
@@ -354,7 +340,7 @@ class SparkCluster:
         d = self.worker_daemons[index]
         os.kill(d.pid, sig)
         deadline = time.monotonic() + 30
-        while _alive(d.pid) and time.monotonic() < deadline:
+        while pid_alive(d.pid) and time.monotonic() < deadline:
             _reap(d.pid)
             time.sleep(0.05)
         _reap(d.pid)

@@ -53,6 +53,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .core.process import pid_alive
 from .core.s3uri import split_s3
 from .core.timefmt import now_z
 
@@ -206,20 +207,6 @@ def _host_identity() -> str:
     with contextlib.suppress(OSError):
         parts.append(os.readlink("/proc/self/ns/pid"))
     return "|".join(parts)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped) is dead for our purpose
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return stat.rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def _now_iso() -> str:
@@ -541,7 +528,7 @@ class _S3Lock:
             return True
         pid = holder.get("pid")
         return (holder.get("host") == _host_identity() and isinstance(pid, int)
-                and pid != os.getpid() and not _pid_alive(pid))
+                and pid != os.getpid() and not pid_alive(pid))
 
     def acquire(self) -> None:
         deadline = time.monotonic() + self.settings.lock_wait_s

@@ -1,0 +1,27 @@
+"""Whether a process is alive, by PID: for the publisher's lease lock (is its holder still
+running?) and the local Spark cluster script (are its daemons still up?)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of /proc/PID/stat (R, S, Z, ...), or None if it cannot be read."""
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return None
+
+
+def pid_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (killed, not yet reaped: dead for
+    our purpose). A process of another user (EPERM) counts as alive."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return process_state(pid) != "Z"
