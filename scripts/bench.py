@@ -168,7 +168,7 @@ def inner_audit(data: Path, out: Path) -> dict:
 def cold_cli_day(messages: int, work: Path) -> None:
     """A small day audited as a user runs it: `delivery-audit run` as a whole, cold process
     (its own JVM), timed from outside; the job count from its report.json."""
-    from delivery_audit.generator import generate_scenario
+    from delivery_audit_sim.generator import generate_scenario
 
     data = work / f"mixed-{messages}-jsonl"
     if not (data / "truth.json").exists():
@@ -195,10 +195,10 @@ def cold_cli_run(args: list[str], out: Path) -> tuple[float, int, Path]:
 
 
 def hostile_run(per_source: int, work: Path) -> None:
-    """The hostile corpus (delivery_audit.generator.hostile, ``per_source`` hostile lines per
+    """The hostile corpus (delivery_audit_sim.generator.hostile, ``per_source`` hostile lines per
     source in every format) audited by `delivery-audit run` as a cold process: wall time, peak
     PSS of the whole process tree, and every line's class checked (the table by kind)."""
-    from delivery_audit.generator.hostile import check_published, table_text, write_corpus
+    from delivery_audit_sim.generator.hostile import check_published, table_text, write_corpus
 
     root = work / f"hostile-{per_source}"
     corpus = write_corpus(root / "data", per_source, seed=21)
@@ -279,7 +279,7 @@ class Target:
 
 def measure(messages: int, fmt: str, work: Path, target: Target) -> dict:
     """Generate (or reuse) the data, run baseline and audit; every figure of one size."""
-    from delivery_audit.generator import generate_scenario
+    from delivery_audit_sim.generator import generate_scenario
 
     data = work / f"mixed-{messages}-{fmt}"
     t0 = time.perf_counter()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fresh-machine set-up: Java for Spark, a virtual environment at .venv with the project.
+# Fresh-machine set-up: Java for Spark, a virtual environment at .venv with the engine
+# (delivery-audit) and the simulator (sim/: delivery-audit-sim, generated data and the lab).
 set -euo pipefail
 PY=${1:-python3.11}
 VENV=${2:-.venv}
@@ -14,7 +15,7 @@ if ! command -v "$PY" >/dev/null 2>&1; then
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[airflow,kafka,dev]'
+"$VENV/bin/python" -m pip install -q -e '.[airflow,dev]' -e './sim[kafka]'
 # apache-airflow-providers-apache-spark pulls pyspark-client, which installs into the
 # same pyspark/ folder as pyspark: reinstall pyspark last so its files win.
 PYSPARK_VERSION=$("$VENV/bin/python" - <<'PYEOF'
@@ -24,4 +25,4 @@ print(next(re.split("==", d)[1] for d in deps if d.startswith("pyspark==")))
 PYEOF
 )
 "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "pyspark==$PYSPARK_VERSION"
-"$VENV/bin/python" -c "import pyspark, delivery_audit; print('pyspark', pyspark.__version__, 'ready')"
+"$VENV/bin/python" -c "import pyspark, delivery_audit, delivery_audit_sim; print('pyspark', pyspark.__version__, 'ready')"

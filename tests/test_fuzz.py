@@ -41,14 +41,14 @@ from hypothesis import strategies as st
 
 from delivery_audit.adapters import convert
 from delivery_audit.config import AuditConfig
-from delivery_audit.generator.hostile import INVALID_UTF8
-from delivery_audit.generator.hostile import csv_cell as _csv_cell
-from delivery_audit.generator.hostile import csv_record as _csv_line
-from delivery_audit.generator.hostile import json_line as _json
-from delivery_audit.generator.hostile import with_raw as _set_raw
 from delivery_audit.ingest import InputError, ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
 from delivery_audit.window import AuditWindow
+from delivery_audit_sim.generator.hostile import INVALID_UTF8
+from delivery_audit_sim.generator.hostile import csv_cell as _csv_cell
+from delivery_audit_sim.generator.hostile import csv_record as _csv_line
+from delivery_audit_sim.generator.hostile import json_line as _json
+from delivery_audit_sim.generator.hostile import with_raw as _set_raw
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 _PHASES = (Phase.explicit, Phase.generate) + (

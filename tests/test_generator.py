@@ -17,7 +17,7 @@ from reference_audit import comparable, reference_audit
 
 from delivery_audit.anomalies import ANOMALY_NAMES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
 from delivery_audit.config import load_config
-from delivery_audit.generator import DEFAULT_RATES, SCENARIOS, generate_scenario
+from delivery_audit_sim.generator import DEFAULT_RATES, SCENARIOS, generate_scenario
 
 START = datetime(2024, 5, 1, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")

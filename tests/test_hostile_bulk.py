@@ -1,6 +1,6 @@
 """Hostile input at volume (issue 21): one audit over thousands of labelled hostile lines.
 
-The corpus (delivery_audit.generator.hostile) holds, per source, JSON Lines, gzipped JSON
+The corpus (delivery_audit_sim.generator.hostile) holds, per source, JSON Lines, gzipped JSON
 Lines, CSV (one gzipped, opening with a BOM) and Parquet files: HOSTILE_PER_SOURCE hostile
 lines of ~40 kinds (default 1,000; ``make fuzz``: 10,000) between valid rows. ONE audit (the
 CLI, in this test process's Spark session) reads it all; then every line is checked: its
@@ -25,7 +25,10 @@ from conftest import release_cached_frames
 from typer.testing import CliRunner
 
 from delivery_audit.config import AuditConfig
-from delivery_audit.generator.hostile import (
+from delivery_audit.ingest import ingest, resolve
+from delivery_audit.schemas import FIELDS
+from delivery_audit.window import AuditWindow
+from delivery_audit_sim.generator.hostile import (
     MARKUP,
     NOT_A_ROW,
     QUARANTINED,
@@ -34,9 +37,6 @@ from delivery_audit.generator.hostile import (
     table_text,
     write_corpus,
 )
-from delivery_audit.ingest import ingest, resolve
-from delivery_audit.schemas import FIELDS
-from delivery_audit.window import AuditWindow
 
 PER_SOURCE = int(os.environ.get("HOSTILE_PER_SOURCE", "1000"))
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 def test_lab_finds_the_rebalance_redelivery_and_diagnoses_the_poll_interval(spark, tmp_path):
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit.lab import GROUP, BrokerUnavailable, MockCluster, run_lab
+    from delivery_audit_sim.lab import GROUP, BrokerUnavailable, MockCluster, run_lab
 
     try:
         MockCluster().stop()

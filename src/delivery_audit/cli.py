@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -151,48 +151,17 @@ def execute(req, master: str | None = None, json_out: bool = False) -> int:
     return result.exit_code
 
 
-@app.command()
-def generate(
-    scenario: Annotated[str, typer.Option(help="clean, rebalance-storm, producer-retry, "
-                                               "broker-loss, consumer-loss or mixed")] = "mixed",
-    messages: Annotated[int, typer.Option(min=1, help="messages to produce")] = 20_000,
-    seed: Annotated[int, typer.Option(help="random seed")] = 7,
-    start: Annotated[str | None, typer.Option(help="window start (default: yesterday 00:00Z)")
-                     ] = None,
-    out: Annotated[Path, typer.Option(help="output directory")] = Path("demo/data"),
-    fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet")] = "jsonl",
-) -> None:
-    """Write a day of delivery logs with known faults, plus config.yaml and truth.json."""
-    from .generator import SCENARIOS, generate_scenario
-    from .paths import check_report_root
-    from .window import parse_instant
+def _add_simulator_commands() -> None:
+    """`generate` and `lab` come from the simulator (delivery_audit_sim, its own package in
+    this repository) when it is installed; the engine does not depend on it."""
+    if importlib.util.find_spec("delivery_audit_sim") is None:
+        return
+    from delivery_audit_sim.cli import add_commands
 
-    try:
-        check_report_root(str(out), "--out")
-    except ValueError as exc:
-        _fail(str(exc))
-    if scenario not in SCENARIOS:
-        _fail(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
-    if fmt not in ("jsonl", "parquet"):
-        _fail("--format is jsonl or parquet")
-    if start is None:
-        day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        begin = day - timedelta(days=1)
-    else:
-        try:
-            begin = parse_instant(start)
-        except ValueError as exc:
-            _fail(str(exc))
-    truth = generate_scenario(scenario, messages, seed, begin, out, fmt)
-    nonzero = {k: v for k, v in truth["anomalies"].items() if v}
-    console.print(f"wrote {scenario} ({messages} messages, seed {seed}) to {out}; window "
-                  f"{truth['window']['start']} → {truth['window']['end']}", highlight=False)
-    console.print(f"expected anomalies: {nonzero or 'none'}", highlight=False)
+    add_commands(app)
 
 
-from .lab import lab_command  # noqa: E402  (heavy imports stay inside the command)
-
-app.command("lab")(lab_command)
+_add_simulator_commands()
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -193,10 +193,11 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
             poll_interval_ms: int = 6000, stall_ms: int = 9000, work_ms: int = 150,
             max_seconds: float = 90.0, echo=print) -> LabResult:
     """Run the lab in `workdir` (recordings under recordings/, reports under reports/)."""
-    from .audit import AuditRequest, run_audit
-    from .config import AuditConfig
+    from delivery_audit.audit import AuditRequest, run_audit
+    from delivery_audit.config import AuditConfig
+    from delivery_audit.window import AuditWindow
+
     from .recorder import Recorder, RecordingProducer
-    from .window import AuditWindow
 
     workdir = Path(workdir)
     rec_dir = workdir / "recordings"
@@ -267,7 +268,7 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
     config = AuditConfig.from_dict({"groups": {GROUP: dict(settings, topics=[TOPIC])},
                                     "notifier": {"type": "log"}})
     if spark is None:
-        from .spark import get_spark
+        from delivery_audit.spark import get_spark
 
         spark = get_spark("delivery-audit-lab")
     result = run_audit(spark, AuditRequest(inputs=files, window=window,

@@ -1,7 +1,7 @@
 """Client recorders: confluent-kafka Producer/Consumer wrappers that write the auditor's
 canonical JSON Lines (sends, ledger, events) while the application runs.
 
-    from delivery_audit.recorder import Recorder, RecordingProducer, RecordingConsumer
+    from delivery_audit_sim.recorder import Recorder, RecordingProducer, RecordingConsumer
 
     rec = Recorder("audit-logs/", name="orders-api-1")
     producer = RecordingProducer({"bootstrap.servers": "...", "enable.idempotence": True}, rec)
@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .schemas import FIELDS
+from delivery_audit.schemas import FIELDS
 
 
 def now_ms() -> int:

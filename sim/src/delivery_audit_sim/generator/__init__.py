@@ -1,6 +1,6 @@
 """Fault-scenario generator: a simulated Kafka pipeline and the exact expected audit result.
 
-    from delivery_audit.generator import generate_scenario, SCENARIOS
+    from delivery_audit_sim.generator import generate_scenario, SCENARIOS
     truth = generate_scenario("mixed", 2000, 7, start, Path("out"))
 
 writes ``out/{sends,broker,ledger,events}/part-*.{jsonl,parquet}``,

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..core.timefmt import iso_z_ms
-from ..schemas import FIELDS, SOURCES
+from delivery_audit.core.timefmt import iso_z_ms
+from delivery_audit.schemas import FIELDS, SOURCES
 
 WINDOW_START = datetime(2026, 11, 19, tzinfo=UTC)
 T0 = int(WINDOW_START.timestamp() * 1000)

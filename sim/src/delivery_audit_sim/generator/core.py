@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..core.timefmt import iso_z_ms
+from delivery_audit.core.timefmt import iso_z_ms
+
 from .base import BaseEngine
 from .model import Sim
 from .scenarios import DEFAULT_RATES, SCENARIO_TABLE, SCENARIOS

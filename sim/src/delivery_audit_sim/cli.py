@@ -1,0 +1,75 @@
+"""The simulator's commands: `generate` (a day of delivery logs with known faults and their
+truth) and `lab` (a real rebalance on a local mock Kafka cluster, recorded and audited).
+They run as `delivery-audit-sim …` and, when this package is installed, as `delivery-audit
+generate` / `delivery-audit lab`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+console = Console(stderr=False)
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def generate(
+    scenario: Annotated[str, typer.Option(help="clean, rebalance-storm, producer-retry, "
+                                               "broker-loss, consumer-loss or mixed")] = "mixed",
+    messages: Annotated[int, typer.Option(min=1, help="messages to produce")] = 20_000,
+    seed: Annotated[int, typer.Option(help="random seed")] = 7,
+    start: Annotated[str | None, typer.Option(help="window start (default: yesterday 00:00Z)")
+                     ] = None,
+    out: Annotated[Path, typer.Option(help="output directory")] = Path("demo/data"),
+    fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet")] = "jsonl",
+) -> None:
+    """Write a day of delivery logs with known faults, plus config.yaml and truth.json."""
+    from delivery_audit.paths import check_report_root
+    from delivery_audit.window import parse_instant
+
+    from .generator import SCENARIOS, generate_scenario
+
+    try:
+        check_report_root(str(out), "--out")
+    except ValueError as exc:
+        _fail(str(exc))
+    if scenario not in SCENARIOS:
+        _fail(f"unknown scenario {scenario!r}; one of {', '.join(SCENARIOS)}")
+    if fmt not in ("jsonl", "parquet"):
+        _fail("--format is jsonl or parquet")
+    if start is None:
+        day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        begin = day - timedelta(days=1)
+    else:
+        try:
+            begin = parse_instant(start)
+        except ValueError as exc:
+            _fail(str(exc))
+    truth = generate_scenario(scenario, messages, seed, begin, out, fmt)
+    nonzero = {k: v for k, v in truth["anomalies"].items() if v}
+    console.print(f"wrote {scenario} ({messages} messages, seed {seed}) to {out}; window "
+                  f"{truth['window']['start']} → {truth['window']['end']}", highlight=False)
+    console.print(f"expected anomalies: {nonzero or 'none'}", highlight=False)
+
+
+def add_commands(target: typer.Typer) -> None:
+    """Register the simulator's commands on a Typer app (the engine's CLI or our own)."""
+    from .lab import lab_command  # heavy imports stay inside the command
+
+    target.command("generate")(generate)
+    target.command("lab")(lab_command)
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_show_locals=False,
+                  help="Simulate Kafka delivery logs with known faults, for the auditor.")
+add_commands(app)
