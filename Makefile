@@ -60,7 +60,7 @@ HOSTILE_PER_SOURCE ?= 10000
 fuzz: setup
 	HOSTILE_PER_SOURCE=$(HOSTILE_PER_SOURCE) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  FUZZ_ADAPTER_EXAMPLES=$(FUZZ_ADAPTER_EXAMPLES) $(BIN)/python -m pytest -q -s \
-	  -p no:cacheprovider tests/test_hostile_bulk.py tests/test_fuzz.py tests/test_fast_path.py
+	  -p no:cacheprovider tests/test_hostile_bulk.py tests/fuzz
 
 # A local Spark standalone cluster on 127.0.0.1 (a master and 2 workers, 1 core and 2 GB each;
 # ports, PIDs and the temp dir in a state file). cluster-up prints the spark:// URL, e.g. for

@@ -8,79 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from samples import CONSOLE, CONSUMER, NEW_DUMP, OLD_DUMP, PRODUCER
 
 from delivery_audit.adapters import convert
 from delivery_audit.config import AuditConfig
-
-NEW_DUMP = """\
-Dumping /var/lib/kafka/data/orders-3/00000000000000000000.log
-Log starting offset: 0
-baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 1 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1742739702864 size: 82 magic: 2 compresscodec: none crc: 758896000 isvalid: true
-| offset: 0 CreateTime: 1742739702864 keySize: 3 valueSize: 7 sequence: 0 headerKeys: [] key: k-1 payload: order.7
-| offset: 1 CreateTime: 1742739702865 keySize: -1 valueSize: 14 sequence: 1 headerKeys: [trace, seq] payload: tset a si siht
-baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 1 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty position: 82 CreateTime: 1742739702900 size: 78 magic: 2 compresscodec: none crc: 1 isvalid: true
-| offset: 2 CreateTime: 1742739702900 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 0
-baseOffset: 3 lastOffset: 4 count: 2 baseSequence: 5 lastSequence: 6 producerId: 7 producerEpoch: 2 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 160 CreateTime: 1742739703000 size: 90 magic: 2 compresscodec: none crc: 2 isvalid: true
-| offset: 3 CreateTime: 1742739703000 keySize: 12 valueSize: 1 sequence: 5 headerKeys: [] key: x payload: y payload: 9
-| offset: 4 CreateTime: 1742739703001 keySize: 2 valueSize: 1 headerKeys: [] key: k2 payload: 8
-this is not a dump line
-| offset: x CreateTime: 1 keySize: -1 valueSize: 1 payload: 1
-"""
-
-OLD_DUMP = """\
-Dumping /kafka-logs/legacy-0/00000000000000000000.log
-Starting offset: 0
-baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false position: 0 CreateTime: 1556000000000 size: 70 magic: 2 compresscodec: NONE crc: 1 isvalid: true
-| offset: 0 CreateTime: 1556000000000 keysize: 2 valuesize: 2 sequence: -1 headerKeys: [] key: k1 payload: 42
-| offset: 1 LogAppendTime: 1556000000001 keysize: 2 valuesize: 5 sequence: -1 headerKeys: [] payload: 43
-"""
-
-PRODUCER = [
-    '{"name":"startup_complete","timestamp":1646221252000}',
-    '{"timestamp":1646221252222,"name":"producer_send_success","key":null,"value":"0",'
-    '"offset":0,"topic":"verify-test","partition":0}',
-    '{"name":"producer_send_success","timestamp":1646221252223,"key":"k","value":"run.1",'
-    '"offset":1,"topic":"verify-test","partition":0}',
-    '{"timestamp":1646221252300,"name":"producer_send_error","key":"k","value":"2",'
-    '"topic":"verify-test","exception":"class org.apache.kafka.common.errors.TimeoutException",'
-    '"message":"Expiring 1 record(s)"}',
-    '{"timestamp":1646221252301,"name":"producer_send_error","key":null,"value":"3",'
-    '"topic":"verify-test","exception":"class org.apache.kafka.common.errors.'
-    'RecordTooLargeException","message":"too large"}',
-    '{"name":"tool_data","sent":2,"acked":2,"target_throughput":-1}',
-    'not json at all',
-    '{"timestamp":1646221252400,"name":"producer_send_success","key":null,"value":"abc",'
-    '"offset":4,"topic":"verify-test","partition":0}',
-    '{"name":"shutdown_complete","timestamp":1646221253000}',
-]
-
-CONSUMER = [
-    '{"timestamp":1646221260000,"name":"startup_complete"}',
-    '{"timestamp":1646221260100,"name":"partitions_assigned","partitions":[{"topic":"verify-test",'
-    '"partition":0},{"topic":"verify-test","partition":1}]}',
-    '{"timestamp":1646221260200,"name":"record_data","key":null,"value":"0","topic":"verify-test",'
-    '"partition":0,"offset":0}',
-    '{"timestamp":1646221260201,"name":"record_data","key":"k","value":"run.1",'
-    '"topic":"verify-test","partition":0,"offset":1}',
-    '{"timestamp":1646221260300,"name":"records_consumed","count":2,"partitions":[{"topic":'
-    '"verify-test","partition":0,"count":2,"minOffset":0,"maxOffset":1}]}',
-    '{"timestamp":1646221260400,"name":"offsets_committed","offsets":[{"topic":"verify-test",'
-    '"partition":0,"offset":2}],"success":true}',
-    '{"timestamp":1646221260500,"name":"offsets_committed","offsets":[{"topic":"verify-test",'
-    '"partition":0,"offset":2}],"success":false,"error":"CommitFailedException: rebalanced"}',
-    '{"timestamp":1646221260600,"name":"partitions_revoked","partitions":[{"topic":"verify-test",'
-    '"partition":0}]}',
-    '{"timestamp":1646221260700,"name":"partitions_revoked","partitions":[]}',
-    '{"timestamp":1646221261000,"name":"shutdown_complete"}',
-]
-
-CONSOLE = """\
-CreateTime:1700000000000\tPartition:0\tOffset:42\tkey-1\tpayload.17
-CreateTime:1700000000001\tPartition:1\tOffset:7\tnull\t18
-LogAppendTime:1700000000002\tPartition:1\tOffset:8\tseq:19,trace:x\tk\t{"n": 1}
-CreateTime:1700000000003\tOffset:9\tk\t20
-Processed a total of 4 messages
-"""
 
 
 def _write(tmp: Path, name: str, text: str, gz: bool = False) -> str:

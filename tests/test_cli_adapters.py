@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import tempfile
 
-from test_adapters import CONSUMER, PRODUCER
+from samples import CONSUMER, PRODUCER
 from typer.testing import CliRunner
 
 from delivery_audit.cli import app

@@ -140,7 +140,7 @@ def test_a_csv_written_by_python_reads_as_its_json_lines_twin(spark, tmp_path):
 def test_an_adapter_quarantines_a_line_that_is_not_utf8(tmp_path, combo):
     """A real sample line (tests/test_adapters.py: Kafka's own tool output) with an invalid
     byte is an error row naming the byte offset, never decoded lossily."""
-    from test_adapters import CONSOLE, PRODUCER
+    from samples import CONSOLE, PRODUCER
 
     from delivery_audit.adapters import convert
 

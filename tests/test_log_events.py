@@ -9,45 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from samples import JAVA_POLL, KAFKA_PYTHON, SERVER_LOG, SPRING
+
 from delivery_audit.adapters import convert
 from delivery_audit.adapters.client_log import partitions_of
 from delivery_audit.config import AuditConfig
-
-SPRING = """\
-11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] WARN  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Synchronous auto-commit of offsets {fans-push-9=OffsetAndMetadata{offset=103226, metadata=''}, fans-push-0=OffsetAndMetadata{offset=135409, metadata=''}, fans-push-1=OffsetAndMetadata{offset=103491, metadata=''}} failed: Commit cannot be completed since the group has already rebalanced and assigned the partitions to another member. This means that the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time message processing. You can address this either by increasing the session timeout or by reducing the maximum size of batches returned in poll() with max.poll.records.
-11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Revoking previously assigned partitions [fans-push-9, fans-push-0, fans-push-1]
-11:15:04.278 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.s.k.l.KafkaMessageListenerContainer - partitions revoked: [fans-push-9, fans-push-0, fans-push-1]
-11:15:04.300 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.AbstractCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Successfully joined group with generation Generation{generationId=12, memberId='consumer-2-0f1e', protocol='range'}
-11:15:04.310 [org.springframework.kafka.KafkaListenerEndpointContainer#0-0-C-1] INFO  o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-2, groupId=fans-push-service] Adding newly assigned partitions: fans-push-3, fans-push-4
-11:15:05.000 [main] INFO  com.example.App - started in 3.2 seconds
-"""
-
-JAVA_POLL = """\
-2024-03-01 10:00:00,100 WARN [kafka-coordinator-heartbeat-thread | orders] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time processing messages. You can address this either by increasing max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with max.poll.records.
-2024-03-01 10:00:00,105 INFO [kafka-coordinator-heartbeat-thread | orders] o.a.k.c.c.i.AbstractCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] Member consumer-orders-1-5a4b sending LeaveGroup request to coordinator broker:9092 (id: 2147483646 rack: null) due to consumer poll timeout has expired.
-2024-03-01 10:00:09,000 ERROR [main] c.e.Worker - commit failed
-org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed since the group has already rebalanced and assigned the partitions to another member.
-\tat org.apache.kafka.clients.consumer.internals.ConsumerCoordinator.sendOffsetCommitRequest(ConsumerCoordinator.java:1109)
-2024-03-01 10:00:10,000 INFO [main] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-orders-1, groupId=orders] Lost previously assigned partitions orders-0, orders-1
-"""
-
-KAFKA_PYTHON = """\
-2019-07-17 15:20:30,000 - kafka.coordinator.consumer - INFO - Revoking previously assigned partitions {TopicPartition(topic='answer', partition=0), TopicPartition(topic='answer', partition=1)} for group answer_action
-2019-07-17 15:20:31,000 - kafka.coordinator - WARNING - Heartbeat poll expired, leaving group
-2019-07-17 15:20:40,000 - kafka.coordinator.consumer - INFO - Setting newly assigned partitions {TopicPartition(topic='answer', partition=1)} for group answer_action
-"""
-
-SERVER_LOG = """\
-[2019-07-17 15:20:37,266] INFO [GroupCoordinator 0]: Preparing to rebalance group answer_action with old generation 741 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
-[2019-07-17 15:20:37,266] INFO [GroupCoordinator 0]: Group answer_action with generation 742 is now empty (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
-[2019-07-17 15:21:37,662] INFO [GroupCoordinator 0]: Preparing to rebalance group answer_action with old generation 742 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
-[2019-07-17 15:22:07,663] INFO [GroupCoordinator 0]: Stabilized group answer_action generation 743 (__consumer_offsets-9) (kafka.coordinator.group.GroupCoordinator)
-[2019-07-17 15:22:07,664] INFO [GroupCoordinator 0]: Assignment received from leader for group answer_action for generation 743 (kafka.coordinator.group.GroupCoordinator)
-[2019-07-17 15:22:37,664] INFO [GroupCoordinator 0]: Member kafka-python-1.3.5-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f in group answer_action has failed, removing it from the group (kafka.coordinator.group.GroupCoordinator)
-[2023-01-01 10:00:00,000] INFO [GroupCoordinator 1]: Preparing to rebalance group orders in state PreparingRebalance with old generation 5 (__consumer_offsets-12) (reason: Removing member consumer-orders-1-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f on LeaveGroup; client reason: consumer poll timeout has expired.) (kafka.coordinator.group.GroupCoordinator)
-[2023-01-01 10:00:01,000] INFO [GroupCoordinator 1]: Member[group.instance.id None, member.id consumer-orders-2-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f] has left group orders through explicit `LeaveGroup`; client reason: the consumer is being closed (kafka.coordinator.group.GroupCoordinator)
-[2023-01-01 10:00:02,000] INFO [LogLoader partition=orders-0] Loading producer state (kafka.log.UnifiedLog$)
-"""
 
 
 def _events(tmp_path, fmt, text, config=None, name="app.log"):

@@ -162,7 +162,7 @@ def _source_rules(source: str) -> list[X]:
 # that cannot be mistaken for another JSON kind. For those the typed value is read straight
 # from the value as read (its native type, or its text); every other row goes through the
 # strict rules above, which decide it. The fast path only ever accepts a value the strict
-# rules accept with the same typed value (tests/test_fast_path.py checks the two agree on
+# rules accept with the same typed value (tests/fuzz/test_fast_path.py checks the two agree on
 # hostile rows).
 
 _PLAIN_DIGITS = r"^[0-9]{1,18}$"

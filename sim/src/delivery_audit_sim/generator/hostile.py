@@ -12,7 +12,7 @@ counts, and returns a table by kind. The multi-megabyte kinds are capped per sou
 of each), so the corpus grows linearly with ``per_source`` in rows, not in gigabytes.
 
 Used by tests/test_hostile_bulk.py (CI: 1,000 hostile lines per source; ``make fuzz``:
-10,000), tests/test_fuzz.py (its JSON and CSV line helpers) and scripts/bench.py (the
+10,000), tests/fuzz/ (its JSON and CSV line helpers) and scripts/bench.py (the
 hostile run's peak memory).
 
 Longer than our ~400-line norm on purpose: it is mostly the table of kinds, each kind's

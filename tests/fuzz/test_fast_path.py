@@ -29,17 +29,6 @@ from conftest import release_cached_frames
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
-from test_fuzz import (
-    FUZZ_EXAMPLES,
-    KIND,
-    WINDOW,
-    _csv_cell,
-    _set_raw,
-    bad_values,
-    edge_values,
-    fuzz_settings,
-    valid_row,
-)
 
 import delivery_audit.ingest.parsing as parsing_module
 from delivery_audit.config import AuditConfig
@@ -47,6 +36,18 @@ from delivery_audit.ingest import ingest, resolve
 from delivery_audit.ingest.parsing import fast_accepted, fast_parse, parse_tokens
 from delivery_audit.ingest.tokens import exact_tokens, read_tokens
 from delivery_audit.schemas import FIELDS, SOURCES
+from delivery_audit_sim.generator.hostile import csv_cell as _csv_cell
+from delivery_audit_sim.generator.hostile import with_raw as _set_raw
+from fuzz.parquet_rows import typed_value
+from fuzz.rows import (
+    FUZZ_EXAMPLES,
+    KIND,
+    WINDOW,
+    bad_values,
+    edge_values,
+    fuzz_settings,
+    valid_row,
+)
 
 # More values where the fast path's text reading could part from the strict rules.
 EXTRA_JSON = {
@@ -325,9 +326,8 @@ def _base_in(type_name: str, f, row: dict):
     type for f; else None (null) when f is optional, or _NO: f keeps its native type
     (a required field in a type the fast path must refuse would send every row of the
     file to the strict rules, and the file would test nothing)."""
-    from test_fuzz import _typed
 
-    v = _typed(f, row[f.name])
+    v = typed_value(f, row[f.name])
     k = f.kind
     ints = ("long", "nonneg_long", "int", "nonneg_int")
     if type_name == "string":
@@ -403,9 +403,8 @@ def write_typed_file(path, source: str, type_name: str, start: int,
             else:
                 arr = pa.array(values, parquet_types()[type_name])
         else:
-            from test_fuzz import _typed
 
-            arr = pa.array([_typed(f, row[f.name]) for row, _, _ in rows], _native_type(pa, f))
+            arr = pa.array([typed_value(f, row[f.name]) for row, _, _ in rows], _native_type(pa, f))
         columns.append(arr)
         schema.append((f.name, arr.type))
     pq.write_table(pa.Table.from_arrays(columns, schema=pa.schema(schema)), path)
