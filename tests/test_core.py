@@ -19,7 +19,8 @@ HEAVY = ("pyspark", "great_expectations", "boto3", "botocore", "pandas", "pyarro
 def test_the_core_imports_only_the_standard_library():
     code = ("import sys, json\n"
             "import delivery_audit.core.globs, delivery_audit.core.timefmt\n"
-            "import delivery_audit.core.s3uri, delivery_audit.window\n"
+            "import delivery_audit.core.s3uri, delivery_audit.core.manifest\n"
+            "import delivery_audit.core.process, delivery_audit.window\n"
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -292,22 +292,25 @@ def test_dag_files_import_nothing_heavy():
 
 
 def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"):
+    """The plan's report folder as the publisher leaves it (manifest included)."""
     import json
 
     from delivery_audit_airflow.plan import build_plan
+
+    from delivery_audit.storage import publish
 
     start = datetime(2026, 11, 19, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(days=1),
                       settings=_settings(report_root=str(tmp_path)))
     d = Path(plan["report_dir"])
-    d.mkdir(parents=True)
-    (d / "report.json").write_text(json.dumps({
+    staging = tmp_path / "staging"
+    staging.mkdir(parents=True)
+    (staging / "report.json").write_text(json.dumps({
         "window": {"id": wid}, "verdict": {"verdict": verdict, "reasons": ["r"]},
         "anomalies": {"lost_acked": {"count": 3, "severity": "critical"},
                       "skipped": {"count": 0, "severity": "high"}}}))
-    (d / "report.html").write_text("<html/>")
-    (d / "_manifest.json").write_text(json.dumps({
-        "window_id": wid, "files": [{"path": "report.json"}, {"path": "report.html"}]}))
+    (staging / "report.html").write_text("<html/>")
+    publish(staging, str(d.parent), d.name)
     return plan, d
 
 
@@ -335,16 +338,11 @@ def test_check_report_fails_without_manifest_or_for_another_window(tmp_path):
 
 
 def test_check_report_verifies_the_reports_sha256_from_the_manifest(tmp_path):
-    import hashlib
     import json
 
     from delivery_audit_airflow.group import check_report
 
     plan, d = _published(tmp_path)
-    files = [{"path": n, "sha256": hashlib.sha256((d / n).read_bytes()).hexdigest()}
-             for n in ("report.json", "report.html")]
-    manifest = json.loads((d / "_manifest.json").read_text())
-    (d / "_manifest.json").write_text(json.dumps({**manifest, "files": files}))
     assert check_report.function(plan, {"exit_code": 0})["verdict"] == "warn"
     (d / "report.html").write_text("<html>changed</html>")
     with pytest.raises(ValueError, match=r"report\.html does not match the manifest"):

@@ -35,7 +35,7 @@ LOCK = ".20261119T000000Z_20261120T000000Z.lock"
 # tiny backoff so that a test with dozens of faults takes well under a second of sleeping
 FAST = PublishSettings(attempts=6, retry_delay_s=0.002, max_retry_delay_s=0.02, lock_wait_s=20,
                        lock_lease_s=60, lock_poll_s=0.02)
-SRC = Path(storage.__file__).resolve().parents[1]  # subprocesses import the same code
+SRC = Path(storage.__file__).resolve().parents[2]  # src/: subprocesses import the same code
 
 
 def stage(root: Path, run: str, names: tuple[str, ...] | None = None) -> Path:
@@ -140,7 +140,7 @@ def test_moderate_faults_are_retried_to_a_valid_manifest(tmp_path, bucket, proxy
     """A share of the requests fail (503 SlowDown, 500 InternalError, connection reset, or
     forwarded then reset): the publication retries and completes; the manifest is valid.
 
-    "ours": botocore does not retry, storage._with_retry does it all (seed 14: 9 faults in 22
+    "ours": botocore does not retry, storage.retry.with_retry does it all (seed 14: 9 faults in 22
     requests: the lock PUT 3 times, a file once, the manifest PUT 5 times in a row, the last
     one landing but answered with a reset). "botocore": the production client from
     make_s3_client (adaptive mode retries; their backoff is real seconds, hence a smaller share).
@@ -291,6 +291,7 @@ def test_publisher_killed_between_objects_then_rerun_replaces_everything(tmp_pat
 LOCAL_PUBLISHER = textwrap.dedent("""
     import os, shutil, sys, time
     from delivery_audit import storage
+    from delivery_audit.storage import local
     staging, dest, rel, what, nth = sys.argv[1:6]
     nth = int(nth)
     calls = {"n": 0}
@@ -302,9 +303,9 @@ LOCAL_PUBLISHER = textwrap.dedent("""
             time.sleep(120)
         return real(*a, **kw)
     if what == "copyfile":
-        storage.shutil.copyfile = pause_then_call
+        local.shutil.copyfile = pause_then_call
     else:
-        storage.os.replace = pause_then_call
+        local.os.replace = pause_then_call
     storage.publish(staging, dest, rel)
     print("DONE", flush=True)
 """)

@@ -13,7 +13,7 @@ from botocore.config import Config
 from s3_server import s3_endpoint  # noqa: F401 - the fixture
 
 from delivery_audit import storage
-from delivery_audit.storage import MANIFEST, PublishError, publish, read_manifest
+from delivery_audit.storage import MANIFEST, PublishError, local, publish, read_manifest, retry
 
 REL = "dt=2025-01-01/20250101T000000Z_20250102T000000Z"
 
@@ -71,7 +71,7 @@ def test_local_failure_leaves_no_manifest(tmp_path, monkeypatch):
     dest = tmp_path / "reports"
     publish(make_staging(tmp_path), str(dest), REL)
     assert read_manifest(str(dest), REL) is not None
-    real_copy = storage.shutil.copyfile
+    real_copy = local.shutil.copyfile
     calls = {"n": 0}
 
     def flaky(src, dst, *a, **kw):
@@ -80,7 +80,7 @@ def test_local_failure_leaves_no_manifest(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_copy(src, dst, *a, **kw)
 
-    monkeypatch.setattr(storage.shutil, "copyfile", flaky)
+    monkeypatch.setattr(local.shutil, "copyfile", flaky)
     with pytest.raises(PublishError, match="no manifest"):
         publish(make_staging(tmp_path), str(dest), REL)
     assert read_manifest(str(dest), REL) is None
@@ -239,7 +239,7 @@ def test_s3_read_manifest_absent(s3):
 def test_retry_on_throttling(monkeypatch):
     from botocore.exceptions import ClientError
 
-    monkeypatch.setattr(storage.time, "sleep", lambda s: None)
+    monkeypatch.setattr(retry.time, "sleep", lambda s: None)
     attempts = {"n": 0}
 
     def call():
@@ -249,18 +249,18 @@ def test_retry_on_throttling(monkeypatch):
                                "ResponseMetadata": {"HTTPStatusCode": 503}}, "PutObject")
         return "ok"
 
-    assert storage._with_retry("put", call) == "ok"
+    assert retry.with_retry("put", call) == "ok"
     assert attempts["n"] == 3
 
     def denied():
         raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "PutObject")
 
     with pytest.raises(ClientError):
-        storage._with_retry("put", denied)
+        retry.with_retry("put", denied)
 
 
 def test_connection_failures_are_retryable_and_refusals_are_not():
-    """What _with_retry retries (through a real connection reset: tests/test_faults.py)."""
+    """What with_retry retries (through a real connection reset: tests/test_faults.py)."""
     from botocore.exceptions import (
         ClientError,
         ConnectionClosedError,
@@ -274,11 +274,11 @@ def test_connection_failures_are_retryable_and_refusals_are_not():
                 ConnectionResetError(104, "Connection reset by peer"),
                 ClientError({"Error": {"Code": "SlowDown"}}, "PutObject"),
                 ClientError({"Error": {}, "ResponseMetadata": {"HTTPStatusCode": 502}}, "Put")):
-        assert storage._retryable(exc), exc
+        assert retry.retryable(exc), exc
     for exc in (ClientError({"Error": {"Code": "AccessDenied"}}, "PutObject"),
                 ClientError({"Error": {"Code": "PreconditionFailed"}}, "PutObject"),
                 OSError(28, "No space left on device")):
-        assert not storage._retryable(exc), exc
+        assert not retry.retryable(exc), exc
 
 
 def test_publish_settings_from_env(monkeypatch):

@@ -113,53 +113,27 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
 
 @task(task_id="check_report")
 def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict[str, Any]:
-    import hashlib
+    import functools
     import json
 
+    from delivery_audit.core.manifest import MANIFEST, verify_manifest
     from delivery_audit_airflow import uris
 
     report_dir = plan["report_dir"]
-    manifest_uri = uris.join(report_dir, "_manifest.json")
+    manifest_uri = uris.join(report_dir, MANIFEST)
     report_uri = uris.join(report_dir, "report.json")
     if not uris.exists(manifest_uri):
         raise FileNotFoundError(f"no manifest at {manifest_uri}: the report was not published")
-    manifest = json.loads(uris.read_text(manifest_uri))
-    if not uris.exists(report_uri):
-        raise FileNotFoundError(f"manifest present but no {report_uri}")
-    report_bytes = uris.read_bytes(report_uri)
-    report = json.loads(report_bytes.decode("utf-8"))
+    # every listed file present; report.json and report.html the bytes that were published
+    # (read once: the report parsed below is the one whose sha256 was checked)
+    read = functools.cache(lambda name: uris.read_bytes(uris.join(report_dir, name)))
+    verify_manifest(uris.read_text(manifest_uri), window_id=plan["window"]["id"],
+                    present=uris.list_files(report_dir), read=read, where=report_dir)
+    report = json.loads(read("report.json").decode("utf-8"))
     window = report.get("window") or {}
     if window.get("id") and window["id"] != plan["window"]["id"]:
         raise ValueError(f"{report_uri} is for window {window['id']}, "
                          f"expected {plan['window']['id']}")
-    if isinstance(manifest, dict) and manifest.get("window_id") not in (None,
-                                                                       plan["window"]["id"]):
-        raise ValueError(f"{manifest_uri} is for window {manifest['window_id']}, "
-                         f"expected {plan['window']['id']}")
-    listed = manifest.get("files") if isinstance(manifest, dict) else None
-    if isinstance(listed, list | dict):
-        present = set(uris.list_files(report_dir))
-        base = report_dir.rstrip("/") + "/"
-        digests: dict[str, str | None] = {}  # listed path (relative) -> its sha256
-        for f in (listed if isinstance(listed, list) else list(listed)):
-            name = f if isinstance(f, str) else str(f.get("path") or f.get("name") or "")
-            digests[name[len(base):] if name.startswith(base) else name] = \
-                None if isinstance(f, str) else f.get("sha256")
-        lost = [n for n in digests if n and n.rstrip("/") not in present
-                and not any(p.startswith(n.rstrip("/") + "/") for p in present)]
-        if lost:
-            raise FileNotFoundError(f"the manifest lists files that are missing: {lost[:10]}")
-        # the two files readers open must be the bytes that were published
-        for name in ("report.json", "report.html"):
-            want = digests.get(name)
-            if not want:
-                continue
-            uri = uris.join(report_dir, name)
-            got = hashlib.sha256(report_bytes if name == "report.json"
-                                 else uris.read_bytes(uri)).hexdigest()
-            if got != want:
-                raise ValueError(f"{uri} does not match the manifest (sha256 {got[:12]}…, "
-                                 f"manifest {str(want)[:12]}…): changed after publication")
     verdict = report.get("verdict") or {}
     if verdict.get("verdict") not in ("pass", "warn", "fail"):
         raise ValueError(f"{report_uri} has no verdict: {verdict!r}")

@@ -4,7 +4,9 @@ files import it at parse time, so nothing heavy may come in with it).
 * ``globs``: which files an input pattern means (local paths and S3 keys);
 * ``timefmt``: instants as ISO-8601 text in UTC with ``Z``;
 * ``s3uri``: ``s3://bucket/key`` split into bucket and key;
-* ``process``: whether a PID is alive.
+* ``process``: whether a PID is alive;
+* ``manifest``: a published report's ``_manifest.json`` (the model the publisher writes,
+  the verifier Airflow's report check runs).
 
 tests/test_core.py checks that importing it loads no third-party module.
 """
