@@ -14,7 +14,8 @@ Timeline on one partition (an exclusive slot, so offsets are contiguous):
 
 from __future__ import annotations
 
-from .model import MARGIN, SEC, Episode, Sim
+from .episode import Episode
+from .model import MARGIN, SEC, Sim
 
 NOT_LEADER = ("org.apache.kafka.common.errors.NotLeaderOrFollowerException: For requests "
               "intended only for the leader, this error indicates that the broker is not the "

@@ -8,7 +8,8 @@ catch-up) change how base traffic is consumed on one partition by one group.
 
 from __future__ import annotations
 
-from .model import MARGIN, MIN, SEC, ConsumerRule, Episode, Sim, slot_consumption
+from .episode import Episode, slot_consumption
+from .model import MARGIN, MIN, SEC, ConsumerRule, Sim
 
 DETAIL_RESET = "offset reset to log start after OffsetOutOfRange"
 

@@ -6,7 +6,8 @@ or with base traffic; consumption of their records is the normal one.
 
 from __future__ import annotations
 
-from .model import MIN, Episode, Sim
+from .episode import Episode
+from .model import MIN, Sim
 
 TIMEOUT = ("org.apache.kafka.common.errors.TimeoutException: Expiring 1 record(s) for "
            "{tp}: 30000 ms has passed since batch creation")

@@ -21,7 +21,8 @@ from __future__ import annotations
 import bisect
 import math
 
-from .model import MIN, Episode, Sim
+from .episode import Episode
+from .model import MIN, Sim
 
 COMMIT_FAILED = (
     "Commit cannot be completed since the group has already rebalanced and assigned the "
