@@ -4,7 +4,9 @@ files import it at parse time, so nothing heavy may come in with it).
 * ``globs``: which files an input pattern means (local paths and S3 keys);
 * ``timefmt``: instants as ISO-8601 text in UTC with ``Z``;
 * ``s3uri``: ``s3://bucket/key`` split into bucket and key;
-* ``process``: whether a PID is alive.
+* ``process``: whether a PID is alive;
+* ``packaging``: the ``--py-files`` zip of the package, with its GX suites (package data);
+* ``submit``: the spark-submit of an audit job (master, Python, memory, py-files, conf, env).
 
 tests/test_core.py checks that importing it loads no third-party module.
 """
