@@ -12,6 +12,8 @@ ENV JAVA_HOME=/opt/java
 USER airflow
 COPY --chown=airflow:root pyproject.toml README.md /opt/delivery-audit/
 COPY --chown=airflow:root src /opt/delivery-audit/src
+# the GX suites: src/delivery_audit/expectations links to this folder
+COPY --chown=airflow:root expectations /opt/delivery-audit/expectations
 # editable: the project mounted over /opt/delivery-audit at run time is what runs
 RUN pip install --no-cache-dir "apache-airflow==3.3.2" -e "/opt/delivery-audit[airflow]"
 WORKDIR /opt/delivery-audit

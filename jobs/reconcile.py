@@ -9,10 +9,9 @@ spark-submit. One run validates the inputs (GX), reconciles, validates the resul
 publishes the report with its manifest last. Exit status: 0 pass/warn, 1 unreadable
 input, 3 verdict fail.
 
-On a cluster, ship the library with ``--py-files`` (a zip of ``delivery_audit``, see
-scripts/spark_cluster.py ``build_py_files``) and set PYSPARK_PYTHON to an interpreter that has
-the dependencies. The driver then imports ``delivery_audit`` from the zip too, so set
-DELIVERY_AUDIT_EXPECTATIONS (or the config's ``quality.expectations_dir``) to the GX suites.
+On a cluster, ship the library with ``--py-files`` (a zip of ``delivery_audit`` with its GX
+suites, ``delivery_audit.core.packaging.package_zip``) and set PYSPARK_PYTHON to an interpreter
+that has the dependencies; ``delivery_audit.core.submit`` builds that command line.
 
 Every Spark job is labelled with the audit stage that runs it (the job description in the
 Spark UI and REST API, e.g. ``audit: rule_redelivery``). DELIVERY_AUDIT_PROBE_EXECUTORS=1

@@ -231,9 +231,9 @@ class Target:
 
     def __enter__(self) -> Target:
         if self.master == "cluster":
-            import spark_cluster
+            import spark_daemons
 
-            self.cluster = spark_cluster.SparkCluster(
+            self.cluster = spark_daemons.SparkCluster(
                 workers=int(os.environ.get("BENCH_WORKERS", "2")), cores=1,
                 memory=os.environ.get("BENCH_WORKER_MEMORY", "2g"))
             print("starting a local Spark standalone cluster …", flush=True)
@@ -241,17 +241,17 @@ class Target:
             self.master = self.cluster.master_url
             print(self.cluster.describe(), flush=True)
         if self.master:
-            import spark_cluster
+            from delivery_audit.core.packaging import package_zip
 
-            self.py_files = spark_cluster.build_py_files(self.work / "py-files")
+            self.py_files = package_zip(self.work / "py-files")
         return self
 
     def __exit__(self, *exc) -> None:
         if self.cluster is not None:
-            import spark_cluster
+            import spark_daemons
 
             forced = self.cluster.stop()
-            left = spark_cluster.marked_pids(self.cluster.cluster_id)
+            left = spark_daemons.marked_pids(self.cluster.cluster_id)
             print(f"cluster stopped{f' (SIGKILLed {forced})' if forced else ''}; "
                   f"processes left: {left or 'none'}")
 
@@ -268,13 +268,16 @@ class Target:
         if not self.master:
             env["DELIVERY_AUDIT_DRIVER_MEMORY"] = os.environ.get("BENCH_DRIVER_MEMORY", "4g")
             return [sys.executable, __file__, *inner], env
-        import spark_cluster
+        import spark_daemons
 
-        cmd = spark_cluster.submit_command(
-            self.master, __file__, inner, py_files=self.py_files,
+        from delivery_audit.core.submit import audit_submit
+
+        submit = audit_submit(
+            self.master, __file__, inner, py_files=self.py_files, python=sys.executable,
             driver_memory=os.environ.get("BENCH_DRIVER_MEMORY", "2g"),
-            executor_memory=os.environ.get("BENCH_EXECUTOR_MEMORY", "1g"))
-        return cmd, spark_cluster.submit_env(base=env)
+            executor_memory=os.environ.get("BENCH_EXECUTOR_MEMORY", "1g"),
+            local_ip=spark_daemons.HOST)
+        return submit.command(spark_daemons.spark_submit()), submit.environ(base=env)
 
 
 def measure(messages: int, fmt: str, work: Path, target: Target) -> dict:

@@ -1,5 +1,5 @@
 """A real Spark standalone cluster (master + 2 workers, 1 core and 2 GB each) on 127.0.0.1 for
-the session, started and stopped by scripts/spark_cluster.py.
+the session, started and stopped by scripts/spark_daemons.py (what the cluster script runs).
 
 Import the fixtures into a test module: ``from spark_cluster import spark_cluster,
 cluster_py_files  # noqa: F401``. Each importing module gets its own fixture definition, so
@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _load_cluster_lib():
-    """scripts/spark_cluster.py, under its own name (this module is ``spark_cluster`` too)."""
-    name = "delivery_audit_scripts_spark_cluster"
+    """scripts/spark_daemons.py, loaded by its path (scripts/ is not on sys.path in tests)."""
+    name = "spark_daemons"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "spark_cluster.py")
+        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "spark_daemons.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
@@ -58,7 +58,9 @@ def spark_cluster():
 
 @pytest.fixture(scope="session")
 def cluster_py_files(tmp_path_factory) -> Path:
-    """The ``--py-files`` zip of delivery_audit, built once per session."""
+    """The ``--py-files`` zip of delivery_audit (with its GX suites), built once per session."""
+    from delivery_audit.core.packaging import package_zip
+
     if _shared["py_files"] is None or not Path(_shared["py_files"]).is_file():
-        _shared["py_files"] = cluster_lib.build_py_files(tmp_path_factory.mktemp("py-files"))
+        _shared["py_files"] = package_zip(tmp_path_factory.mktemp("py-files"))
     return Path(_shared["py_files"])

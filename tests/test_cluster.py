@@ -33,6 +33,8 @@ from pathlib import Path
 import pytest
 from spark_cluster import REPO, cluster_lib, cluster_py_files, spark_cluster  # noqa: F401
 
+from delivery_audit.core.submit import audit_submit
+
 pytestmark = pytest.mark.slow
 
 DAY = "2026-11-19"
@@ -189,11 +191,13 @@ def test_audit_on_cluster_equals_local_and_survives_a_worker_kill(
             "--ledger", f"{mixed_day}/ledger/*", "--events", f"{mixed_day}/events/*",
             "--config", str(mixed_day / "config.yaml"), "--start", f"{DAY}T00:00:00Z",
             "--end", "2026-11-20T00:00:00Z", "--out", str(out), "--no-notify", "--json"]
-    cmd = cluster_lib.submit_command(
+    submit = audit_submit(
         cluster.master_url, REPO / "jobs" / "reconcile.py", args, py_files=cluster_py_files,
         conf={"spark.ui.enabled": "true", "spark.ui.port": str(ui_port),
-              "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
-    env = {**cluster_lib.submit_env(), "DELIVERY_AUDIT_PROBE_EXECUTORS": "1"}
+              "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        python=sys.executable, local_ip=cluster_lib.HOST)
+    cmd = submit.command(cluster_lib.spark_submit())
+    env = {**submit.environ(), "DELIVERY_AUDIT_PROBE_EXECUTORS": "1"}  # the suites: in the zip
     log = tmp_path / "spark-submit.log"
     with open(log, "w") as sink:
         proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT,

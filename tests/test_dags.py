@@ -272,6 +272,56 @@ def test_backfill_selection_becomes_job_options():
     assert "--config" not in args
 
 
+@pytest.mark.parametrize("master", ["spark://127.0.0.1:7077", "local[*]"])
+def test_reconcile_submits_what_the_engine_says(tmp_path, monkeypatch, master):
+    """The operator's spark-submit comes from delivery_audit.core.submit: the plan's job and
+    arguments, the interpreter in the env and the conf and, on a cluster master only, a zip of
+    delivery_audit with its GX suites as --py-files (no DELIVERY_AUDIT_EXPECTATIONS), removed
+    after the run."""
+    import zipfile
+
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from delivery_audit_airflow.operators import AuditSparkSubmitOperator
+    from delivery_audit_airflow.plan import build_plan, job_args
+
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1),
+                      settings=_settings(report_root=str(tmp_path), events=""))
+    seen: dict = {}
+
+    def submitted(self, context):
+        seen.update(application=self.application, args=self.application_args,
+                    conf=dict(self.conf), env=dict(self.env_vars), py_files=self.py_files)
+        if self.py_files:
+            seen["shipped"] = zipfile.ZipFile(self.py_files).namelist()
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", submitted)
+    monkeypatch.setattr(AuditSparkSubmitOperator, "_master", lambda self: master)
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    op = AuditSparkSubmitOperator(task_id="reconcile", plan_task_id="plan",
+                                  application="/elsewhere/reconcile.py",
+                                  conf={"spark.ui.enabled": "false"})
+
+    class TI:
+        def xcom_pull(self, task_ids):
+            return plan
+
+    assert op.execute({"ti": TI()}) == {"exit_code": 0, "report_dir": plan["report_dir"]}
+    assert seen["application"] == plan["job"]
+    assert seen["args"] == job_args(plan, plan.get("config_file"), stage="all")
+    assert seen["conf"] == {"spark.ui.enabled": "false", "spark.pyspark.python": sys.executable,
+                            "spark.pyspark.driver.python": sys.executable}
+    assert seen["env"] == {"PYSPARK_PYTHON": sys.executable,
+                           "PYSPARK_DRIVER_PYTHON": sys.executable}
+    if master.startswith("local"):
+        assert seen["py_files"] is None
+        return
+    assert Path(seen["py_files"]).name == "delivery_audit.zip"
+    assert "delivery_audit/expectations/results.json" in seen["shipped"]
+    assert not Path(seen["py_files"]).exists() and op.py_files is None
+
+
 def test_dag_files_import_nothing_heavy():
     """Parsing the DAG files loads no Spark, GX, boto3, pandas or Arrow, and of the engine at
     most its light core (delivery_audit.core, delivery_audit.window)."""

@@ -4,17 +4,25 @@ inputs (real Spark), validated by real GX on pandas; the results suite; no Spark
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import zipfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from report_fixtures import make_report
 
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.packaging import package_zip
 from delivery_audit.quality import (
     INPUT_SUITES,
+    RESULTS_SUITE,
     THRESHOLD_DEFAULTS,
     expectations_dir,
     input_metrics,
+    load_suite_dict,
     metric_aggregates,
     metric_names,
     suite_parameters,
@@ -26,6 +34,8 @@ from delivery_audit.quality import (
 from delivery_audit.schemas import canonical_schema
 from delivery_audit.window import AuditWindow
 
+REPO = Path(__file__).resolve().parents[1]
+SUITES = (*INPUT_SUITES, RESULTS_SUITE)
 WINDOW = AuditWindow.of("2025-01-01T00:00:00Z", "2025-01-02T00:00:00Z", 60)
 T0 = datetime(2025, 1, 1, 1, 0, tzinfo=UTC)
 GOOD_CONFIG = AuditConfig.from_dict({"groups": {"g1": {"topics": ["orders"]}}})
@@ -139,6 +149,45 @@ def test_suite_files_are_valid_gx_suites():
         suite = ExpectationSuite(**data)
         assert suite.expectations, name
         assert all(e["meta"].get("why") for e in data["expectations"]), name
+
+
+def test_the_suites_ship_with_the_package(tmp_path):
+    """The package's own suites (package data delivery_audit/expectations/, read through
+    importlib.resources) are the top-level expectations/ files; the config overrides them."""
+    top = REPO / "expectations"
+    assert sorted(p.name for p in top.glob("*.json")) == sorted(f"{n}.json" for n in SUITES)
+    shipped = expectations_dir()
+    assert shipped.name == "expectations" and "delivery_audit" in str(shipped)
+    for name in SUITES:
+        assert (shipped / f"{name}.json").read_bytes() == (top / f"{name}.json").read_bytes()
+    (tmp_path / "results.json").write_text('{"name": "mine", "expectations": []}')
+    custom = AuditConfig(raw={"quality": {"expectations_dir": str(tmp_path)}})
+    assert expectations_dir(custom) == tmp_path
+    assert load_suite_dict("results", custom)["name"] == "mine"
+    with pytest.raises(FileNotFoundError, match="sends.json is missing"):
+        load_suite_dict("sends", custom)
+
+
+def test_the_suites_are_read_from_the_py_files_zip(tmp_path):
+    """The --py-files zip carries the package with its suites: a Python that imports
+    delivery_audit from the zip alone (PYTHONPATH = the zip, another folder) reads them."""
+    zipped = package_zip(tmp_path / "py-files")
+    names = zipfile.ZipFile(zipped).namelist()
+    assert {f"delivery_audit/expectations/{n}.json" for n in SUITES} <= set(names)
+    assert "delivery_audit/quality/suites.py" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    code = ("import json, delivery_audit.quality as q\n"
+            "print(json.dumps({'module': q.__file__, 'dir': str(q.expectations_dir()),\n"
+            "    'sizes': {n: len(q.load_suite_dict(n)['expectations'])\n"
+            "              for n in (*q.INPUT_SUITES, q.RESULTS_SUITE)}}))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELIVERY_AUDIT_")}
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(zipped)},
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["module"].startswith(f"{zipped}/delivery_audit/"), got
+    assert got["dir"] == f"{zipped}/delivery_audit/expectations/", got
+    assert got["sizes"] == {n: suite_size(n) for n in SUITES}
 
 
 def test_metric_rows_of_good_inputs(metrics):

@@ -6,49 +6,24 @@
   result, not a task failure, so it is neither retried nor failed here — check_report/alert act
   on it. Exit 1 (input unreadable) and anything else fail the task (and are retried).
 * Backfill ``topics``/``groups`` become the job's ``--topic``/``--group`` options.
-* On a cluster master (``spark_default``'s host is not ``local…``) the job ships
-  ``delivery_audit`` itself: unless ``py_files`` is given, a zip of the installed package is
-  built for the run and passed as ``--py-files`` (removed afterwards), and, since the driver
-  then imports the package from that zip, DELIVERY_AUDIT_EXPECTATIONS points at the GX suites.
+* What spark-submit is given comes from the engine's ``delivery_audit.core.submit`` (the same
+  helper the cluster script and the benchmark use): the Python of the driver and executors
+  (PYSPARK_PYTHON / PYSPARK_DRIVER_PYTHON unless already set, in the env and the conf) and, on a
+  cluster master (``spark_default``'s host is not ``local…``) unless ``py_files`` is given, a
+  zip of the installed ``delivery_audit`` built for the run as ``--py-files`` (removed
+  afterwards). The zip carries the GX suites (package data), so nothing else is shipped.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-import tempfile
-import zipfile
-from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from delivery_audit.core.submit import audit_submit, shipped_package
 from delivery_audit_airflow.plan import job_args
 
 VERDICT_FAIL_EXIT = 3
-
-
-def package_zip(dest_dir: Path) -> Path:
-    """``dest_dir/delivery_audit.zip``: the installed package (sources, templates), for
-    ``--py-files``."""
-    import delivery_audit
-
-    package = Path(delivery_audit.__file__).resolve().parent
-    dest = dest_dir / "delivery_audit.zip"
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for f in sorted(package.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
-                zf.write(f, Path(package.name) / f.relative_to(package))
-    return dest
-
-
-def _expectations_dir() -> Path | None:
-    """The GX suites next to the installed sources (src/delivery_audit → ../../expectations)."""
-    import delivery_audit
-
-    found = Path(delivery_audit.__file__).resolve().parents[2] / "expectations"
-    return found if (found / "results.json").is_file() else None
 
 
 class AuditSparkSubmitOperator(SparkSubmitOperator):
@@ -74,50 +49,40 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
                 self.log.info("no events files match %s: running without events",
                               plan["sources"]["events"])
                 plan = {**plan, "sources": {**plan["sources"], "events": None}}
-        self.application = plan.get("job") or self.application
-        self.application_args = job_args(plan, plan.get("config_file"), stage=self.stage)
-        self.conf = {**(self.conf or {}), **plan.get("spark_conf", {})}
-        self.env_vars = {**(self.env_vars or {})}
-        # the driver's Python must be the one that has delivery_audit installed
-        self.env_vars.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON",
-                                                                  sys.executable))
-        self.env_vars.setdefault("PYSPARK_DRIVER_PYTHON",
-                                 os.environ.get("PYSPARK_DRIVER_PYTHON", sys.executable))
-        self._hook = None  # rebuild with the arguments above
-        shipped = self._ship_package()
+        given_py_files = self.py_files
+        master = self._master()
         exit_code = 0
-        try:
-            super().execute(context)
-        except Exception:
-            sp = getattr(self._hook, "_submit_sp", None) if self._hook else None
-            exit_code = getattr(sp, "returncode", None)
-            if exit_code != VERDICT_FAIL_EXIT:
-                raise
-            self.log.warning("reconcile exited %s: the audit verdict is FAIL; the report is "
-                             "published and the alert task will act on it", exit_code)
-        finally:
-            if shipped:
-                shutil.rmtree(shipped, ignore_errors=True)
-                self.py_files = None
+        with shipped_package(master, given_py_files) as py_files:
+            submit = audit_submit(
+                master, plan.get("job") or self.application,
+                job_args(plan, plan.get("config_file"), stage=self.stage), py_files=py_files,
+                conf={**(self.conf or {}), **plan.get("spark_conf", {})}, env=self.env_vars,
+                driver_memory=self._driver_memory, executor_memory=self._executor_memory)
+            self.application, self.application_args = submit.application, list(submit.args)
+            self.conf, self.env_vars = dict(submit.conf), dict(submit.env)
+            self.py_files = submit.py_files
+            if py_files and not given_py_files:
+                self.log.info("master %s: shipping %s with --py-files", master, py_files)
+            self._hook = None  # rebuild with the arguments above
+            try:
+                super().execute(context)
+            except Exception:
+                sp = getattr(self._hook, "_submit_sp", None) if self._hook else None
+                exit_code = getattr(sp, "returncode", None)
+                if exit_code != VERDICT_FAIL_EXIT:
+                    raise
+                self.log.warning("reconcile exited %s: the audit verdict is FAIL; the report "
+                                 "is published and the alert task will act on it", exit_code)
+            finally:
+                self.py_files = given_py_files  # the zip is gone: a rerun builds its own
         return {"exit_code": exit_code, "report_dir": plan["report_dir"]}
 
-    def _ship_package(self) -> Path | None:
-        """On a cluster master, pass a fresh zip of delivery_audit as --py-files; the temp
-        folder to remove afterwards, or None (local master, or py_files given)."""
-        if self.py_files:
-            return None
+    def _master(self) -> str:
+        """The master of the Spark connection ("" when it cannot be read: the submit itself
+        reports a bad connection)."""
         try:
-            master = str(self._get_hook()._connection.get("master") or "")
-        except Exception:  # noqa: BLE001  (the submit itself reports a bad connection)
-            return None
+            return str(self._get_hook()._connection.get("master") or "")
+        except Exception:  # noqa: BLE001
+            return ""
         finally:
             self._hook = None
-        if not master or master.startswith("local"):
-            return None
-        folder = Path(tempfile.mkdtemp(prefix="delivery-audit-py-files-"))
-        self.py_files = str(package_zip(folder))
-        suites = _expectations_dir()
-        if suites and "DELIVERY_AUDIT_EXPECTATIONS" not in os.environ:
-            self.env_vars.setdefault("DELIVERY_AUDIT_EXPECTATIONS", str(suites))
-        self.log.info("master %s: shipping %s with --py-files", master, self.py_files)
-        return folder

@@ -149,7 +149,7 @@ class Reconciled:
     ingested: dict[str, Ingested]
     frames: dict[str, DataFrame]
     facts: Any  # detection.facts.Facts
-    input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality.py)
+    input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality/)
     collected: dict[str, list[dict[str, Any]]]  # every small table of the summary's action
 
 

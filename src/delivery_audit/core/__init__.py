@@ -6,7 +6,9 @@ files import it at parse time, so nothing heavy may come in with it).
 * ``s3uri``: ``s3://bucket/key`` split into bucket and key;
 * ``process``: whether a PID is alive;
 * ``manifest``: a published report's ``_manifest.json`` (the model the publisher writes,
-  the verifier Airflow's report check runs).
+  the verifier Airflow's report check runs);
+* ``packaging``: the ``--py-files`` zip of the package, with its GX suites (package data);
+* ``submit``: the spark-submit of an audit job (master, Python, memory, py-files, conf, env).
 
 tests/test_core.py checks that importing it loads no third-party module.
 """

@@ -58,7 +58,7 @@ class Ingested:
     bytes: int = 0
     pruned: int = 0
     staged_bytes: int = 0  # the source's staged Parquet, every status
-    # what the input suites need beyond counts (quality.py): duplicates_quarantined,
+    # what the input suites need beyond counts (quality/): duplicates_quarantined,
     # by_topic (valid rows per topic) and the metric aggregates of the valid rows
     metrics: dict[str, Any] = field(default_factory=dict)
 

@@ -1,0 +1,377 @@
+"""A local Spark standalone cluster's daemons (master, workers): start, wait, stop by PID, state.
+
+* Every port is free when chosen and bound to 127.0.0.1 (``--host`` and SPARK_LOCAL_IP, which
+  the web UIs bind to); the master's REST submission server (on by default since Spark 4.1)
+  is turned off.
+* Work, scratch, log and conf dirs are in one temp dir, removed by ``stop``.
+* Ready means: the master's ``/json`` lists every worker as ALIVE.
+* Each daemon is started in its own session (process group = its PID) with a marker
+  variable (``DELIVERY_AUDIT_CLUSTER_ID``) in its environment, which the executors it spawns
+  inherit. ``stop`` signals those process groups (TERM, then KILL), then looks for any process
+  that still carries the marker and kills it by PID; it reports what it had to kill.
+* ``save``/``load`` keep the cluster's PIDs and ports in a state file, so another process
+  (scripts/spark_cluster.py ``stop``) can stop it.
+
+Importable (scripts/ on sys.path, as for scripts/spark_cluster.py and scripts/bench.py, or by
+file from tests/spark_cluster.py): ``SparkCluster`` (start/stop/kill_worker/start_worker/status),
+``marked_pids``, ``free_port``, ``spark_home``, ``HOST``. What to submit to it comes from the
+engine: ``delivery_audit.core.submit`` (the command, the ``--py-files`` zip).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from delivery_audit.core.process import pid_alive, process_state
+
+HOST = "127.0.0.1"
+MARKER = "DELIVERY_AUDIT_CLUSTER_ID"
+
+
+def spark_home() -> Path:
+    """SPARK_HOME if set, else the installed pyspark package (it ships bin/ and jars/)."""
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def spark_submit() -> Path:
+    """The spark-submit of that Spark (for ``AuditSubmit.command``)."""
+    return spark_home() / "bin" / "spark-submit"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def _json(url: str, timeout: float = 5) -> dict | list:
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.load(r)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _proc_environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+def marked_pids(cluster_id: str) -> list[int]:
+    """PIDs of every live process (daemons and the executors they spawned) with the marker."""
+    needle = f"{MARKER}={cluster_id}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        if needle in _proc_environ(pid).split(b"\0") and process_state(pid) not in (None, "Z"):
+            found.append(pid)
+    return sorted(found)
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the daemon is our child (no zombie left behind)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+PORT_ATTEMPTS = 3
+
+
+@dataclass
+class Daemon:
+    name: str
+    pid: int
+    pgid: int
+    log: str
+    webui_port: int
+    stopped: bool = False
+
+
+class DaemonExited(RuntimeError):
+    def __init__(self, daemon: Daemon, message: str) -> None:
+        super().__init__(message)
+        self.daemon = daemon
+
+
+@dataclass
+class SparkCluster:
+    workers: int = 2
+    cores: int = 1
+    memory: str = "2g"
+    daemon_memory: str = "512m"
+    base_dir: str = ""
+    cluster_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    master_port: int = 0
+    master_webui_port: int = 0
+    master: Daemon | None = None
+    worker_daemons: list[Daemon] = field(default_factory=list)
+    killed: list[dict] = field(default_factory=list)
+    _own_base: bool = False
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{HOST}:{self.master_port}"
+
+    @property
+    def webui_url(self) -> str:
+        return f"http://{HOST}:{self.master_webui_port}"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _env(self) -> dict[str, str]:
+        base = Path(self.base_dir)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
+        env.update({
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": HOST,
+            "SPARK_LOCAL_DIRS": str(base / "local"),
+            "SPARK_CONF_DIR": str(base / "conf"),
+            "SPARK_DAEMON_MEMORY": self.daemon_memory,
+            "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
+            MARKER: self.cluster_id,
+        })
+        return env
+
+    def _spawn(self, name: str, args: list[str], webui_port: int) -> Daemon:
+        base = Path(self.base_dir)
+        log = base / "logs" / f"{name}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                [str(spark_home() / "bin" / "spark-class"), *args,
+                 "--properties-file", str(base / "conf" / "spark-defaults.conf")],
+                env=self._env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=base, start_new_session=True)
+        # spark-class execs java, so this PID is the daemon's JVM; its group is its own
+        return Daemon(name=name, pid=proc.pid, pgid=proc.pid, log=str(log),
+                      webui_port=webui_port)
+
+    def start(self, timeout: float = 120) -> SparkCluster:
+        if not self.base_dir:
+            self.base_dir = tempfile.mkdtemp(prefix="delivery-audit-spark-")
+            self._own_base = True
+        base = Path(self.base_dir)
+        for sub in ("logs", "work", "local", "conf"):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        (base / "conf" / "spark-defaults.conf").write_text(
+            "spark.master.rest.enabled false\n"
+            "spark.ui.showConsoleProgress false\n"
+            # a port taken between choosing and binding fails the daemon (and it is started
+            # again on other ports) instead of silently moving to port+1
+            "spark.port.maxRetries 0\n"
+            # a worker that stops heart-beating is declared lost after this
+            "spark.worker.timeout 30\n")
+        try:
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                self.master_port = free_port()
+                self.master_webui_port = free_port()
+                self.master = self._spawn(
+                    "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
+                               "--port", str(self.master_port),
+                               "--webui-port", str(self.master_webui_port)],
+                    self.master_webui_port)
+                try:
+                    self._wait(lambda s: s.get("status") == "ALIVE", timeout, "the master")
+                    break
+                except DaemonExited:
+                    _reap(self.master.pid)
+                    if attempt == PORT_ATTEMPTS:
+                        raise
+            for i in range(self.workers):
+                self.start_worker(i, timeout=0)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start_worker(self, index: int, timeout: float = 120) -> Daemon:
+        """Start worker ``index`` (again, after a kill); waits for every worker when timeout."""
+        port = free_port()
+        work = Path(self.base_dir) / "work" / f"worker-{index}"
+        work.mkdir(parents=True, exist_ok=True)
+        daemon = self._spawn(
+            f"worker-{index}",
+            ["org.apache.spark.deploy.worker.Worker", self.master_url, "--host", HOST,
+             "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(port),
+             "--work-dir", str(work)], port)
+        if index < len(self.worker_daemons):
+            self.worker_daemons[index] = daemon
+        else:
+            self.worker_daemons.append(daemon)
+        if timeout:
+            self.wait_ready(timeout)
+        return daemon
+
+    def wait_ready(self, timeout: float = 120) -> dict:
+        """Until the master lists every live worker daemon as ALIVE (a worker that exits on
+        the way, e.g. its UI port was taken meanwhile, is started again on another port)."""
+        deadline = time.monotonic() + timeout
+        restarts = 0
+        while True:
+            want = {f"{HOST}:{d.webui_port}" for d in self.worker_daemons if not d.stopped}
+
+            def ready(state: dict, want=want) -> bool:
+                alive = {w.get("webuiaddress", "").split("//")[-1]
+                         for w in state.get("workers", []) if w.get("state") == "ALIVE"}
+                return want <= alive
+
+            try:
+                return self._wait(ready, max(deadline - time.monotonic(), 1),
+                                  f"{len(want)} ALIVE worker(s)")
+            except DaemonExited as exc:
+                index = next((i for i, d in enumerate(self.worker_daemons)
+                              if d.name == exc.daemon.name), None)
+                restarts += 1
+                if index is None or restarts > PORT_ATTEMPTS * max(len(self.worker_daemons), 1):
+                    raise
+                _reap(exc.daemon.pid)
+                self.start_worker(index, timeout=0)
+
+    def _wait(self, check, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            for d in [self.master, *self.worker_daemons]:
+                if d and not d.stopped and not pid_alive(d.pid):
+                    raise DaemonExited(d, f"{d.name} exited while waiting for {what}; "
+                                          f"log {d.log}:\n{_tail(d.log)}")
+            with contextlib.suppress(urllib.error.URLError, OSError, ValueError):
+                state = self.status()
+                if check(state):
+                    return state
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {what} within {timeout:.0f} s; master log:\n"
+                                   f"{_tail(self.master.log) if self.master else ''}")
+            time.sleep(0.3)
+
+    def status(self) -> dict:
+        """The master's JSON: status, workers (state, cores, memory), active/completed apps."""
+        return _json(f"{self.webui_url}/json/")
+
+    def worker_state(self, index: int) -> dict:
+        d = self.worker_daemons[index]
+        return _json(f"http://{HOST}:{d.webui_port}/json/")
+
+    def kill_worker(self, index: int, sig: int = signal.SIGKILL) -> Daemon:
+        """Kill one worker's JVM by PID (its executors are left to notice on their own)."""
+        d = self.worker_daemons[index]
+        os.kill(d.pid, sig)
+        deadline = time.monotonic() + 30
+        while pid_alive(d.pid) and time.monotonic() < deadline:
+            _reap(d.pid)
+            time.sleep(0.05)
+        _reap(d.pid)
+        d.stopped = True
+        self.killed.append({**asdict(d), "signal": int(sig), "at": time.time()})
+        return d
+
+    def group_pids(self, pgid: int) -> list[int]:
+        """Live processes of one of our process groups that carry the marker."""
+        return [p for p in marked_pids(self.cluster_id) if _pgid(p) == pgid]
+
+    def stop(self, timeout: float = 30) -> list[int]:
+        """Stop every daemon by its process group (workers first), then kill any process left
+        with the cluster's marker. Returns the PIDs that needed the final SIGKILL."""
+        groups = [d for d in [*self.worker_daemons, self.master] if d]
+        groups += [Daemon(**{k: v for k, v in k_.items() if k in Daemon.__dataclass_fields__})
+                   for k_ in self.killed]
+        for d in groups:
+            _signal_group(d.pgid, signal.SIGTERM, self.cluster_id)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for d in groups:
+                _reap(d.pid)
+            if not marked_pids(self.cluster_id):
+                break
+            time.sleep(0.2)
+        leftovers = marked_pids(self.cluster_id)
+        for d in groups:
+            _signal_group(d.pgid, signal.SIGKILL, self.cluster_id)
+        for pid in leftovers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while marked_pids(self.cluster_id) and time.monotonic() < deadline:
+            for d in groups:
+                _reap(d.pid)
+            time.sleep(0.1)
+        for d in groups:
+            _reap(d.pid)
+            d.stopped = True
+        still = marked_pids(self.cluster_id)
+        if still:
+            raise RuntimeError(f"cluster processes still running after SIGKILL: {still}")
+        if self._own_base and self.base_dir:
+            import shutil
+
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+        return leftovers
+
+    # ------------------------------------------------------------------ state file
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> SparkCluster:
+        raw = json.loads(path.read_text())
+        raw["master"] = Daemon(**raw["master"]) if raw.get("master") else None
+        raw["worker_daemons"] = [Daemon(**d) for d in raw.get("worker_daemons", [])]
+        return cls(**raw)
+
+    def describe(self) -> str:
+        lines = [f"master   {self.master_url}   UI {self.webui_url}   pid {self.master.pid}"
+                 if self.master else "master   (none)"]
+        for d in self.worker_daemons:
+            lines.append(f"{d.name:8s} UI http://{HOST}:{d.webui_port}   pid {d.pid}"
+                         f"{'   (stopped)' if d.stopped else ''}")
+        lines.append(f"dir      {self.base_dir}")
+        return "\n".join(lines)
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+def _signal_group(pgid: int, sig: int, cluster_id: str) -> None:
+    """Signal a process group only while one of its members carries our marker (a PID and
+    its group number could have been reused since the state file was written)."""
+    members = [p for p in marked_pids(cluster_id) if _pgid(p) == pgid]
+    if not members:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _tail(path: str, n: int = 3000) -> str:
+    try:
+        return Path(path).read_text(errors="replace")[-n:]
+    except OSError:
+        return ""
