@@ -176,6 +176,9 @@ def test_the_suites_are_read_from_the_py_files_zip(tmp_path):
     assert {f"delivery_audit/expectations/{n}.json" for n in SUITES} <= set(names)
     assert "delivery_audit/quality/suites.py" in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    # the engine only: the simulator is its own package (sim/), never shipped to Spark
+    assert all(n.startswith("delivery_audit/") for n in names), names[:5]
+    assert not [n for n in names if n.split("/")[1] in ("generator", "lab.py", "recorder.py")]
     code = ("import json, delivery_audit.quality as q\n"
             "print(json.dumps({'module': q.__file__, 'dir': str(q.expectations_dir()),\n"
             "    'sizes': {n: len(q.load_suite_dict(n)['expectations'])\n"
