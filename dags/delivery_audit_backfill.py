@@ -1,6 +1,16 @@
-"""Manually triggered audit of any window [start, end) (at most delivery_audit_backfill_max_days,
-default 7). Runs the same task group as the daily DAG. Params are checked by JSON schema at
-trigger time and again (end > start, maximum length, safe report_prefix) by resolve_window.
+"""# Kafka delivery audit of any window (backfill)
+
+Triggered by hand: audits **[start, end)** given as Params (ISO-8601; at most
+`backfill_max_days` of the Variable, default 7 days), optionally only some `topics` and consumer
+`groups`, with its own `grace_minutes` and a `report_prefix` (e.g. `incidents/INC-123`) below
+the report root. Same task group as the daily DAG. The Params are checked by JSON schema when
+the run is triggered and again (end > start, the maximum length, a safe prefix) by
+`resolve_window`.
+
+    airflow dags test delivery_audit_backfill -c '{"start": "2026-11-19T10:00:00Z",
+        "end": "2026-11-19T12:00:00Z", "report_prefix": "incidents/INC-1"}'
+
+Param `aws_conn_id` (optional): the AWS Connection for this run.
 """
 
 from __future__ import annotations
@@ -14,7 +24,12 @@ if _PLUGINS not in sys.path:
     sys.path.append(_PLUGINS)
 
 from airflow.sdk import DAG, Param  # noqa: E402
-from delivery_audit_airflow import audit_task_group, default_args  # noqa: E402
+from delivery_audit_airflow import (  # noqa: E402
+    audit_params,
+    audit_task_group,
+    dag_doc_md,
+    default_args,
+)
 from delivery_audit_airflow.plan import ISO_PATTERN, NAME_PATTERN, PREFIX_PATTERN  # noqa: E402
 
 with DAG(
@@ -38,11 +53,13 @@ with DAG(
         "groups": Param([], type="array", items={"type": "string", "pattern": NAME_PATTERN},
                         description="only these consumer groups (empty: all)"),
         "grace_minutes": Param(None, type=["null", "integer"], minimum=0, maximum=10080,
-                               description="grace after end (empty: Variable, default 60)"),
+                               description="grace after end (empty: the audit config's "
+                                           "grace_minutes, else the Variable's grace, 60m)"),
         "report_prefix": Param("", type="string", pattern=PREFIX_PATTERN, maxLength=200,
                                description="sub-folder below the report root, e.g. "
                                            "incidents/INC-123 (empty: the root itself)"),
+        **audit_params(),
     },
-    doc_md=__doc__,
+    doc_md=dag_doc_md(__doc__),
 ) as dag:
     audit_task_group()

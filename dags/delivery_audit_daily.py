@@ -1,8 +1,12 @@
-"""Daily Kafka delivery audit: judges [data_interval_start, data_interval_end) = one UTC day.
+"""# Daily Kafka delivery audit
 
-The run for logical date D audits the day before D (``airflow dags test delivery_audit_daily
-2026-11-20`` audits 2026-11-19). Tasks and configuration: plugins/delivery_audit_airflow and
-docs/airflow.md. This file only builds the DAG: nothing heavy is imported at parse time.
+Audits one UTC day per run: **[data_interval_start, data_interval_end)**, 24 h from midnight
+UTC. The run for logical date D audits the day before D (`airflow dags test
+delivery_audit_daily 2026-11-20` audits 2026-11-19); catchup fills missed days. It proves, from
+the producers', brokers' and consumers' logs, whether every acknowledged message was delivered
+once and in order, and reports loss, duplication and reordering with their causes.
+
+Param `aws_conn_id` (optional): the AWS Connection for this run.
 """
 
 from __future__ import annotations
@@ -16,8 +20,14 @@ if _PLUGINS not in sys.path:  # Airflow adds plugins_folder itself; this covers 
     sys.path.append(_PLUGINS)
 
 from airflow.sdk import DAG, CronDataIntervalTimetable  # noqa: E402
-from delivery_audit_airflow import audit_task_group, default_args  # noqa: E402
+from delivery_audit_airflow import (  # noqa: E402
+    audit_params,
+    audit_task_group,
+    dag_doc_md,
+    default_args,
+)
 
+# This file only builds the DAG: nothing heavy is imported at parse time.
 with DAG(
     dag_id="delivery_audit_daily",
     description="Daily audit of Kafka delivery guarantees (one UTC day per run)",
@@ -28,6 +38,7 @@ with DAG(
     dagrun_timeout=timedelta(hours=20),
     default_args=default_args(),
     tags=["delivery-audit", "kafka", "data-quality", "daily"],
-    doc_md=__doc__,
+    params=audit_params(),
+    doc_md=dag_doc_md(__doc__),
 ) as dag:
     audit_task_group()

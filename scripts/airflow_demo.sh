@@ -32,11 +32,19 @@ export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$VENV_BIN/python"
 export PYSPARK_DRIVER_PYTHON="$VENV_BIN/python"
 export DELIVERY_AUDIT_RETRY_DELAY_SECONDS="${DELIVERY_AUDIT_RETRY_DELAY_SECONDS:-10}"
-# configuration of the DAGs: Airflow Variables given as environment variables
-export AIRFLOW_VAR_DELIVERY_AUDIT_DATA_ROOT="$DATA"
-export AIRFLOW_VAR_DELIVERY_AUDIT_REPORT_ROOT="$REPORTS"
-export AIRFLOW_VAR_DELIVERY_AUDIT_CONFIG_FILE="$DATA/config.yaml"
-export AIRFLOW_VAR_DELIVERY_AUDIT_NOTIFIER='{"type": "log"}'
+# configuration of the DAGs: the one JSON Variable delivery_audit_settings (its keys and
+# defaults: docs/airflow.md), given as an environment variable; JSON-encoded by Python so any
+# checkout path is quoted right. Local paths only: no AWS Connection is needed.
+AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS="$("$VENV_BIN/python" -c '
+import json, sys
+print(json.dumps({"data_root": sys.argv[1], "report_root": sys.argv[2],
+                  "config_file": sys.argv[3], "notifier": {"type": "log"}}))
+' "$DATA" "$REPORTS" "$DATA/config.yaml")"
+export AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS
+# the one-Variable-per-setting layout of earlier versions is refused: drop it from this shell
+for old in $(compgen -e | grep '^AIRFLOW_VAR_DELIVERY_AUDIT_' | grep -v '^AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS$' || true); do
+  unset "$old"
+done
 
 mkdir -p "$AIRFLOW_HOME" "$DEMO"
 echo "== airflow db migrate (AIRFLOW_HOME=$AIRFLOW_HOME)"

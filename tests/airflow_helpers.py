@@ -1,5 +1,6 @@
 """Helpers for the Airflow tests: an isolated AIRFLOW_HOME inside the checkout and `airflow dags
-test` in a subprocess. The S3 server is tests/s3_server.py's moto fixture."""
+test` in a subprocess. The S3 server is tests/s3_server.py's moto fixture, reached through an
+AWS Connection (:func:`aws_connection`), never through AWS_* variables."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
@@ -15,10 +17,14 @@ VENV_BIN = Path(sys.executable).parent
 AIRFLOW_HOME = REPO / ".airflow" / "pytest"
 
 
-def airflow_env(variables: dict[str, str] | None = None, extra: dict[str, str] | None = None,
+def airflow_env(settings: dict[str, Any] | None = None, extra: dict[str, str] | None = None,
                 home: Path = AIRFLOW_HOME) -> dict[str, str]:
+    """The environment of an Airflow subprocess: ``settings`` become the JSON Variable
+    delivery_audit_settings. No AWS_* variable of this process (the moto fixture's fake keys)
+    is passed on, no AWS config file is read and no instance metadata asked: S3 works only
+    through the AWS Connection a test gives in ``extra``."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW_VAR_", "AIRFLOW__", "AIRFLOW_CONN_"))}
+           if not k.startswith(("AIRFLOW_VAR_", "AIRFLOW__", "AIRFLOW_CONN_", "AWS_"))}
     env.update({
         "PATH": f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
         "AIRFLOW_HOME": str(home),
@@ -31,9 +37,12 @@ def airflow_env(variables: dict[str, str] | None = None, extra: dict[str, str] |
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "DELIVERY_AUDIT_RETRY_DELAY_SECONDS": "1",
+        "AWS_CONFIG_FILE": str(home / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-aws-credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
     })
-    for name, value in (variables or {}).items():
-        env[f"AIRFLOW_VAR_DELIVERY_AUDIT_{name.upper()}"] = value
+    if settings is not None:
+        env["AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS"] = json.dumps(settings)
     env.update(extra or {})
     return env
 
@@ -94,12 +103,12 @@ def layout_inputs(generated: Path, data_root: Path, day: str) -> None:
                 f.rename(dest / f.name)
 
 
-def s3_env(endpoint: str) -> dict[str, str]:
-    return {
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ENDPOINT_URL_S3": endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }
+#: the password of :func:`aws_connection` (moto accepts any); never in a log or an XCom
+AWS_SECRET = "moto-secret-e2e"
+
+
+def aws_connection(endpoint: str) -> str:
+    """``AIRFLOW_CONN_AWS_DEFAULT`` for the moto server: the JSON form, its endpoint in
+    ``extra.endpoint_url``, as a deployment gives its MinIO or S3."""
+    return json.dumps({"conn_type": "aws", "login": "moto-e2e", "password": AWS_SECRET,
+                       "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}})

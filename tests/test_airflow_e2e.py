@@ -1,22 +1,28 @@
 """`airflow dags test` of both DAGs over a small generated day, on SQLite in a checkout-local
-AIRFLOW_HOME, reports published to a moto S3 server. The daily run uses Spark local[2]; the
-backfill run submits to a real standalone cluster on 127.0.0.1 (tests/spark_cluster.py), so
-the DAG-on-cluster path (spark_default → spark://…, --py-files) is covered without a third
-Airflow run. Slow (Spark + Airflow)."""
+AIRFLOW_HOME, with the inputs and the reports on a moto S3 server that Airflow knows only as
+the ``aws_default`` Connection (``AIRFLOW_CONN_AWS_DEFAULT``, its endpoint in
+``extra.endpoint_url``): no AWS_* variable reaches the Airflow process, so the sensor, the
+report check, the alert and, through the variables the reconcile task derives from the
+Connection, the Spark job all find S3 through it. The daily run uses Spark local[2]; the
+backfill run submits to a real standalone cluster on 127.0.0.1 (tests/spark_cluster.py), so the
+DAG-on-cluster path (spark_default → spark://…, --py-files) is covered without a third Airflow
+run. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 from airflow_helpers import (
+    AWS_SECRET,
     VENV_BIN,
     airflow_env,
+    aws_connection,
     dags_test,
     layout_inputs,
-    s3_env,
     task_logs,
     task_states,
 )
@@ -28,11 +34,13 @@ pytestmark = pytest.mark.slow
 DAY = "2026-11-19"
 WID = "20261119T000000Z_20261120T000000Z"
 BUCKET = "audit-reports"
+INPUTS = "kafka-logs"
 
 
 @pytest.fixture(scope="module")
 def day_data(tmp_path_factory) -> Path:
-    """A small mixed day in the DAG's layout: <root>/<source>/dt=<day>/part-*.jsonl."""
+    """A small mixed day in the DAG's layout: <root>/<source>/dt=<day>/part-*.jsonl, and the
+    generator's config.yaml (the audit config stays a local file)."""
     root = tmp_path_factory.mktemp("airflow-e2e")
     gen = root / "generated"
     out = subprocess.run([str(VENV_BIN / "delivery-audit"), "generate", "--scenario", "mixed",
@@ -46,24 +54,29 @@ def day_data(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def s3(s3_endpoint):  # noqa: F811
+def s3(s3_endpoint, day_data):  # noqa: F811
+    """The report bucket, and the day's inputs uploaded to s3://kafka-logs/<source>/dt=<day>/."""
     import boto3
 
     client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
+    client.create_bucket(Bucket=INPUTS)
+    for f in sorted(day_data.rglob("*")):
+        rel = f.relative_to(day_data).as_posix()
+        if f.is_file() and rel.split("/", 1)[0] in ("sends", "broker", "ledger", "events"):
+            client.upload_file(str(f), INPUTS, rel)
     return client
 
 
-def _env(day_data: Path, report_root: str, endpoint: str, config: Path | None = None,
-         master: str | None = None, **variables: str) -> dict[str, str]:
-    extra = s3_env(endpoint)
+def _env(report_root: str, endpoint: str, config: Path, master: str | None = None,
+         **settings) -> dict[str, str]:
+    extra = {"AIRFLOW_CONN_AWS_DEFAULT": aws_connection(endpoint)}
     if master:
         extra["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": master})
     return airflow_env(
-        variables={"data_root": str(day_data), "report_root": report_root,
-                   "config_file": str(config or day_data / "config.yaml"),
-                   "notifier": '{"type": "log"}', **variables},
+        settings={"data_root": f"s3://{INPUTS}", "report_root": report_root,
+                  "config_file": str(config), "notifier": {"type": "log"}, **settings},
         extra=extra)
 
 
@@ -71,18 +84,33 @@ def _show(proc: subprocess.CompletedProcess) -> str:
     return (proc.stdout + proc.stderr)[-6000:]
 
 
-def test_daily_dag_publishes_report_and_manifest_to_s3(day_data, s3, s3_endpoint):  # noqa: F811
-    env = _env(day_data, f"s3://{BUCKET}/daily", s3_endpoint)
+def _check_s3_went_through_the_connection(output: str, endpoint: str) -> None:
+    """The sensor listed the inputs on S3, the job was given the Connection, no secret shown."""
+    assert "S3 through Connection 'aws_default' (from the default)" in output
+    for source in ("sends", "broker", "ledger"):
+        assert re.search(rf"{source}: [1-9]\d* file\(s\) match s3://{INPUTS}/{source}/", output), \
+            source
+    assert (f"job environment from Connection 'aws_default': endpoint {endpoint}, region "
+            "us-east-1, credentials") in output
+    assert AWS_SECRET not in output  # masked by Airflow; never in XCom (the plan)
+
+
+def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(day_data, s3,
+                                                                    s3_endpoint):  # noqa: F811
+    env = _env(f"s3://{BUCKET}/daily", s3_endpoint, day_data / "config.yaml")
     proc = dags_test("delivery_audit_daily", "2026-11-20", env=env)
     assert proc.returncode == 0, _show(proc)
     states = task_states("delivery_audit_daily")
     for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
         assert states[f"audit.{t}"] == "success", (states, _show(proc))
+    _check_s3_went_through_the_connection(
+        proc.stdout + proc.stderr + task_logs("delivery_audit_daily"), s3_endpoint)
     prefix = f"daily/dt={DAY}/{WID}/"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
     assert {prefix + "report.json", prefix + "report.html", prefix + "_manifest.json"} <= keys
     report = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read())
     assert report["window"]["id"] == WID
+    assert all(f.startswith(f"s3://{INPUTS}/") for f in report["inputs"]["sends"]["files"])
     verdict = report["verdict"]["verdict"]
     assert states["audit.alert"] == ("skipped" if verdict == "pass" else "success")
     manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "_manifest.json")
@@ -92,11 +120,12 @@ def test_daily_dag_publishes_report_and_manifest_to_s3(day_data, s3, s3_endpoint
     # tests/test_storage.py, without a second Spark job here)
 
 
-def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3_endpoint,  # noqa: F811
+def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3,
+                                                                s3_endpoint,  # noqa: F811
                                                                 tmp_path, spark_cluster):  # noqa: F811
-    """One backfill run, on the standalone cluster, checks the window and, with thresholds
-    that any count breaks, the alert path (exit 3 is a result, the alert task sends through
-    the log notifier)."""
+    """One backfill run, on the standalone cluster, inputs and reports on S3, checks the window
+    and, with thresholds that any count breaks, the alert path (exit 3 is a result, the alert
+    task reads the report from S3 and sends it through the log notifier)."""
     import yaml
 
     from delivery_audit.anomalies import ANOMALY_NAMES
@@ -105,30 +134,29 @@ def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3_end
     config["thresholds"] = {name: {"fail": 0} for name in ANOMALY_NAMES}  # any count fails
     strict = tmp_path / "strict.yaml"
     strict.write_text(yaml.safe_dump(config))
-    reports = tmp_path / "reports"
-    env = _env(day_data, str(reports), s3_endpoint, config=strict,
-               master=spark_cluster.master_url,
-               spark_conf=json.dumps({"spark.sql.shuffle.partitions": "2",
-                                      "spark.default.parallelism": "2"}))
+    env = _env(f"s3://{BUCKET}", s3_endpoint, strict, master=spark_cluster.master_url,
+               spark_conf={"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2})
     apps_before = {a["id"] for a in spark_cluster.status().get("completedapps", [])}
     conf = {"start": f"{DAY}T10:00:00Z", "end": f"{DAY}T12:00:00Z", "grace_minutes": 30,
             "report_prefix": "backfill/e2e"}
     proc = dags_test("delivery_audit_backfill", conf=conf, env=env)
     assert proc.returncode == 0, _show(proc)
-    found = sorted(reports.rglob("report.json"))
-    assert [p.relative_to(reports).as_posix() for p in found] == \
-        [f"backfill/e2e/dt={DAY}/20261119T100000Z_20261119T120000Z/report.json"]
-    report = json.loads(found[0].read_text())
+    window_dir = f"backfill/e2e/dt={DAY}/20261119T100000Z_20261119T120000Z/"
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="backfill/")["Contents"]}
+    assert sorted(k for k in keys if k.endswith("report.json")) == [window_dir + "report.json"]
+    assert window_dir + "_manifest.json" in keys
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key=window_dir + "report.json")
+                        ["Body"].read())
     assert report["window"]["id"] == "20261119T100000Z_20261119T120000Z"
     assert report["window"]["start"] == f"{DAY}T10:00:00Z"
     assert report["window"]["end"] == f"{DAY}T12:00:00Z"
     assert report["window"]["grace_minutes"] == 30
     assert 0 < report["judged"] < 1500  # two hours of the day, not the day
-    assert (found[0].parent / "_manifest.json").is_file()
     assert report["verdict"]["verdict"] == "fail"
     states = task_states("delivery_audit_backfill")
     assert states["audit.reconcile"] == "success" and states["audit.alert"] == "success"
     output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
+    _check_s3_went_through_the_connection(output, s3_endpoint)
     assert "alert sent (notifier log): verdict fail" in output, _show(proc)
     assert "Kafka delivery audit 20261119T100000Z_20261119T120000Z: FAIL" in output, _show(proc)
     # it ran on the cluster, with the library shipped as --py-files

@@ -3,12 +3,19 @@ docs). Checks the services, healthchecks, volumes, loopback-only ports and the w
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# the settings schema's package imports Airflow: never ~/airflow
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
+if str(REPO / "plugins") not in sys.path:
+    sys.path.append(str(REPO / "plugins"))
 AIRFLOW = ["airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
 LONG_RUNNING = AIRFLOW + ["postgres", "minio", "spark-master", "spark-worker"]
 
@@ -33,6 +40,8 @@ def test_healthchecks(compose, name):
 
 @pytest.mark.parametrize("name", AIRFLOW + ["airflow-init"])
 def test_airflow_services(compose, name):
+    from delivery_audit_airflow.settings import validate
+
     svc = compose["services"][name]
     env = svc["environment"]
     assert svc["image"] == compose["services"]["spark-worker"]["image"]  # one shared image
@@ -41,8 +50,18 @@ def test_airflow_services(compose, name):
     assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == "/opt/delivery-audit/plugins"
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
     assert "spark://spark-master:7077" in env["AIRFLOW_CONN_SPARK_DEFAULT"]
-    assert env["AWS_ENDPOINT_URL"] == "http://minio:9000"
-    assert env["AIRFLOW_VAR_DELIVERY_AUDIT_REPORT_ROOT"].startswith("s3://")
+    # S3 (MinIO) through the aws_default Connection, not AWS_* variables
+    assert not [k for k in env if k.startswith("AWS_")]
+    aws = json.loads(env["AIRFLOW_CONN_AWS_DEFAULT"])
+    assert aws["conn_type"] == "aws" and aws["extra"]["endpoint_url"] == "http://minio:9000"
+    assert aws["login"] and aws["password"]
+    # the settings: one JSON Variable, valid against the plugin's schema
+    settings = json.loads(env["AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS"])
+    assert validate(settings) == settings
+    assert settings["report_root"].startswith("s3://")
+    assert settings["data_root"].startswith("s3://")
+    assert settings["spark_conf"]["spark.driver.host"] == "airflow-scheduler"
+    assert not [k for k in env if k.startswith("AIRFLOW_VAR_") and not k.endswith("_SETTINGS")]
     if name != "airflow-init":
         assert svc["depends_on"]["postgres"]["condition"] == "service_healthy"
         assert svc["depends_on"]["airflow-init"]["condition"] == \

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
 # never ~/airflow: Airflow writes airflow.cfg into AIRFLOW_HOME on import
@@ -99,6 +101,50 @@ def test_backfill_is_manual_with_params(dagbag):
             "report_prefix"} <= set(dag.params.keys())
 
 
+@pytest.mark.parametrize("dag_id", ["delivery_audit_daily", "delivery_audit_backfill"])
+def test_doc_md_says_what_is_audited_where_reports_go_and_with_what(dagbag, dag_id):
+    from delivery_audit_airflow.settings import SCHEMA, VARIABLE
+
+    doc = dagbag.dags[dag_id].doc_md
+    assert doc and doc.startswith("# ")
+    window = "data_interval_start, data_interval_end" if dag_id.endswith("daily") else \
+        "[start, end)"
+    for text in (window, "`sends`", "`broker`", "`ledger`", "`events`", "report.json",
+                 "_manifest.json", "<report_root>", f"Variable `{VARIABLE}`", "`aws_default`",
+                 "endpoint_url", "`spark_default`", "Param `aws_conn_id`"):
+        assert text in doc, text
+    for key, spec in SCHEMA.items():  # the Variable's keys and defaults, from the schema
+        assert f"| `{key}` |" in doc and json.dumps(spec.default) in doc, key
+
+
+def test_docs_list_the_settings_as_the_schema_does():
+    from delivery_audit_airflow.settings import markdown_table
+
+    assert markdown_table() in (REPO / "docs" / "airflow.md").read_text()
+
+
+def test_both_dags_take_an_aws_conn_id_param(dagbag):
+    from airflow.sdk.definitions.param import ParamsDict
+
+    for dag_id in ("delivery_audit_daily", "delivery_audit_backfill"):
+        dag = dagbag.dags[dag_id]
+        assert dag.params["aws_conn_id"] is None  # the Variable's, else aws_default
+        base = {"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z"} \
+            if dag_id.endswith("backfill") else {}
+        for conn, ok in (("lake_s3", True), ("minio.eu-1", True), (None, True),
+                         ("bad id", False), ("x;rm", False)):
+            params = ParamsDict(dag.params)
+            if ok:
+                params.update({**base, "aws_conn_id": conn})
+                params.validate()
+            else:
+                with pytest.raises(Exception):  # noqa: B017 - ParamValidationError
+                    params.update({**base, "aws_conn_id": conn})
+                    params.validate()
+        reconcile = dag.get_task(f"{GROUP}.reconcile")
+        assert reconcile._pre_execute_hook.__name__ == "job_environment"
+
+
 @pytest.mark.parametrize("conf, ok", [
     ({"start": "2026-11-19T00:00:00Z", "end": "2026-11-19T02:00:00Z"}, True),
     ({"start": "2026-11-19T00:00:00+02:00", "end": "2026-11-20", "report_prefix": "inc/INC-42",
@@ -154,9 +200,113 @@ def test_backfill_runtime_validation():
 
 
 def _settings(**values):
-    from delivery_audit_airflow.settings import VARIABLES, Settings
+    from delivery_audit_airflow.settings import Settings
 
-    return Settings({name: values.get(name, default) for name, (default, _) in VARIABLES.items()})
+    return Settings.of(**values)
+
+
+def test_the_settings_variable_defaults_and_schema():
+    from delivery_audit_airflow.settings import SCHEMA, Settings, parse_variable
+
+    for text in (None, "", "  ", "{}"):
+        s = Settings(parse_variable(text))
+        assert s.explicit == frozenset()
+        assert {k: s.get(k) for k in SCHEMA} == {k: spec.default for k, spec in SCHEMA.items()}
+    s = Settings(parse_variable(json.dumps({
+        "data_root": "s3://lake", "grace": 30, "events": None, "notifier": {"type": "log"},
+        "spark_conf": {"spark.sql.shuffle.partitions": 4, "spark.ui.enabled": False},
+        "backfill_max_days": 1.5, "wait_for_grace": False, "aws_conn_id": "lake_s3"})))
+    assert s.get("data_root") == "s3://lake" and s.get("grace") == 30
+    assert s.get("report_root") == "{repo}/demo/airflow/reports"  # unset: the default
+    assert s.explicit >= {"data_root", "aws_conn_id"} and "report_root" not in s.explicit
+    s.get("spark_conf")["x"] = "y"  # defaults and values are copies
+    assert "x" not in s.get("spark_conf") and Settings().get("spark_conf") == {}
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    from delivery_audit_airflow.plan import build_plan
+
+    plan = build_plan(start=start, end=start + timedelta(days=1), settings=s)
+    assert plan["spark_conf"] == {"spark.sql.shuffle.partitions": "4",
+                                  "spark.ui.enabled": "false"}
+    assert plan["sources"]["events"] is None and plan["window"]["grace_minutes"] == 30.0
+    assert plan["wait_for_grace"] is False and plan["notifier"] == {"type": "log"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"data_rot": "/x"}', r"unknown key 'data_rot' \(did you mean 'data_root'\?\)"),
+    ('{"sends": "a", "colour": 1}', r"unknown key 'colour'; the keys are data_root, "),
+    ('{"backfill_max_days": "7"}', r"'backfill_max_days' must be number, not string"),
+    ('{"backfill_max_days": true}', r"'backfill_max_days' must be number, not boolean"),
+    ('{"backfill_max_days": 0}', r"'backfill_max_days' must be > 0"),
+    ('{"wait_for_grace": "false"}', r"'wait_for_grace' must be boolean, not string"),
+    ('{"sends": null}', r"'sends' must be string, not null"),
+    ('{"notifier": "{\\"type\\": \\"log\\"}"}', r"'notifier' must be object or null, not string"),
+    ('{"spark_conf": ["a=b"]}', r"'spark_conf' must be object, not array"),
+    ('{"spark_conf": {"a": {"b": 1}}}', r"'spark_conf' value of 'a' must be a string"),
+    ('{"grace": "soon"}', r"'grace' 'soon' is not a duration"),
+    ('{"aws_conn_id": ""}', r"'aws_conn_id' '' is not a connection id"),
+    ('{"aws_conn_id": "my conn"}', r"'aws_conn_id' 'my conn' is not a connection id"),
+    ('["data_root"]', r"must be a JSON object of settings, not array"),
+    ("{data_root: 1}", r" is not JSON: Expecting property name"),
+])
+def test_the_settings_variable_rejects_what_the_schema_does_not_allow(text, message):
+    from delivery_audit_airflow.settings import SettingsError, parse_variable
+
+    with pytest.raises(SettingsError, match=r"^Variable delivery_audit_settings.*" + message):
+        parse_variable(text)
+
+
+def test_the_old_per_setting_variables_are_an_error_not_ignored():
+    from delivery_audit_airflow.settings import Settings, SettingsError, old_variables
+
+    env = {"AIRFLOW_VAR_DELIVERY_AUDIT_DATA_ROOT": "/x", "AIRFLOW_VAR_OTHER": "1",
+           "AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS": "{}"}
+    stored = ["delivery_audit_grace", "delivery_audit_mine", "delivery_audit_settings"]
+    assert old_variables(env, stored=lambda: stored) == \
+        ["AIRFLOW_VAR_DELIVERY_AUDIT_DATA_ROOT", "delivery_audit_grace"]
+
+    def unreachable():
+        raise RuntimeError("no API server")
+
+    assert old_variables({}, stored=unreachable) == []  # listing is best effort
+    with pytest.raises(SettingsError, match=r"move AIRFLOW_VAR_DELIVERY_AUDIT_DATA_ROOT → "
+                                            r"'data_root', delivery_audit_grace → 'grace' into "
+                                            r"the JSON Variable delivery_audit_settings"):
+        Settings.load(reader=lambda: "{}", leftovers=lambda: old_variables(env, lambda: stored))
+    s = Settings.load(reader=lambda: '{"grace": "2h"}', leftovers=list)
+    assert s.get("grace") == "2h" and s.explicit == {"grace"}
+
+
+@pytest.mark.parametrize("param, variable, want", [
+    (None, None, ("aws_default", "default")),
+    (None, "lake_s3", ("lake_s3", "variable")),
+    ("minio", "lake_s3", ("minio", "run")),  # the run's Param wins
+    ("", "lake_s3", ("lake_s3", "variable")),
+])
+def test_the_aws_connection_is_the_params_else_the_variables(param, variable, want):
+    from delivery_audit_airflow.plan import PlanError, build_plan
+
+    s = _settings(**({"aws_conn_id": variable} if variable else {}))
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1), settings=s, aws_conn_id=param)
+    assert (plan["aws_conn_id"], plan["aws_conn_from"]) == want
+    assert plan["pass_aws_conn_to_job"] is True
+    for bad in ("a b", "x\n", 3, "../c"):
+        with pytest.raises(PlanError, match="aws_conn_id"):
+            build_plan(start=start, end=start + timedelta(days=1), settings=s, aws_conn_id=bad)
+
+
+def test_notifier_precedence_is_the_config_file_then_the_variable(tmp_path):
+    from delivery_audit_airflow.alerts import notifier_settings
+
+    with_notifier = tmp_path / "audit.yaml"
+    with_notifier.write_text("notifier: {type: slack, webhook_env: HOOK}\n")
+    without = tmp_path / "plain.yaml"
+    without.write_text("dense_seq: true\n")
+    variable = {"notifier": {"type": "sns", "topic_arn": "arn:aws:sns:eu-west-1:1:t"}}
+    assert notifier_settings({**variable, "config_file": str(with_notifier)})["type"] == "slack"
+    assert notifier_settings({**variable, "config_file": str(without)})["type"] == "sns"
+    assert notifier_settings({**variable, "config_file": None})["type"] == "sns"
+    assert notifier_settings({"notifier": None, "config_file": str(without)}) == {"type": "log"}
 
 
 def test_plan_renders_templates_and_args(tmp_path):
@@ -183,7 +333,7 @@ def test_plan_renders_templates_and_args(tmp_path):
 
 
 @pytest.mark.parametrize(("param", "config", "want"), [
-    (None, None, (120.0, "default")),  # the Variable: the deployment default
+    (None, None, (120.0, "default")),  # the Variable's grace: the deployment default
     (None, "grace_minutes: 15\n", (15.0, "config")),  # the config file beats the Variable
     (30, "grace_minutes: 15\n", (30.0, "run")),  # the run's Param beats both
     (0, "grace_minutes: 15\n", (0.0, "run")),
@@ -241,7 +391,7 @@ def test_bad_template_is_reported():
     from delivery_audit_airflow.plan import build_plan
 
     start = datetime(2026, 11, 19, tzinfo=UTC)
-    with pytest.raises(ValueError, match="delivery_audit_sends"):
+    with pytest.raises(ValueError, match=r"delivery_audit_settings: 'sends' .* bad template"):
         build_plan(start=start, end=start + timedelta(days=1),
                    settings=_settings(sends="{root}/sends/*.jsonl"))
 
@@ -323,8 +473,8 @@ def test_reconcile_submits_what_the_engine_says(tmp_path, monkeypatch, master):
 
 
 def test_dag_files_import_nothing_heavy():
-    """Parsing the DAG files loads no Spark, GX, boto3, pandas or Arrow, and of the engine at
-    most its light core (delivery_audit.core, delivery_audit.window)."""
+    """Parsing the DAG files loads no Spark, GX, boto3 (nor the Amazon provider's hooks), pandas or
+    Arrow, and of the engine at most its light core (delivery_audit.core, .window)."""
     import subprocess
 
     code = ("import runpy, sys\n"
@@ -332,8 +482,9 @@ def test_dag_files_import_nothing_heavy():
             "    runpy.run_path(f)\n"
             "light = ('delivery_audit', 'delivery_audit.core', 'delivery_audit.window')\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', "
-            "'great_expectations', 'boto3', 'pandas', 'pyarrow') or ("
-            "m.startswith('delivery_audit.') and not m.startswith(light))]\n"
+            "'great_expectations', 'boto3', 'botocore', 'pandas', 'pyarrow') or ("
+            "m.startswith('delivery_audit.') and not m.startswith(light)) or "
+            "m.startswith('airflow.providers.amazon.aws')]\n"
             "print(heavy)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                          env={**os.environ}, timeout=120)
@@ -410,6 +561,103 @@ def test_check_report_rejects_exit_3_without_fail_verdict(tmp_path):
     plan, _ = _published(tmp_path, verdict="pass")
     with pytest.raises(ValueError, match="exited 3"):
         check_report.function(plan, {"exit_code": 3})
+
+
+def _aws_conn(monkeypatch, conn_id: str, **conn) -> None:
+    """An Airflow Connection given as AIRFLOW_CONN_<ID> (JSON), as the e2e tests and the
+    demo give aws_default; the hooks cached for other connections are dropped."""
+    from delivery_audit_airflow import aws
+
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "aws", **conn}))
+    aws.s3_hook.cache_clear()
+
+
+def test_check_report_and_alert_read_s3_through_the_plans_connection(
+        tmp_path, s3_endpoint, monkeypatch):  # noqa: F811
+    """No AWS_ENDPOINT_URL: the moto endpoint is known only to the Connection the plan names."""
+    import boto3
+    from delivery_audit_airflow import uris
+    from delivery_audit_airflow.group import alert, check_report
+    from delivery_audit_airflow.plan import build_plan
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    _aws_conn(monkeypatch, "audit_s3", login="testing", password="testing-secret",
+              extra={"endpoint_url": s3_endpoint, "region_name": "us-east-1"})
+    _, local = _published(tmp_path)
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="dag-reports")
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1), aws_conn_id="audit_s3",
+                      settings=_settings(report_root="s3://dag-reports/audit"))
+    prefix = plan["report_dir"].removeprefix("s3://dag-reports/")
+    for f in local.iterdir():
+        client.put_object(Bucket="dag-reports", Key=f"{prefix}/{f.name}", Body=f.read_bytes())
+    summary = check_report.function(plan, {"exit_code": 0})
+    assert summary["verdict"] == "warn" and summary["anomalies"] == {"lost_acked": 3}
+    assert summary["report_json"] == f"s3://dag-reports/{prefix}/report.json"
+    assert alert.function(plan, summary) == "notifier log"
+    assert uris.on("audit_s3").glob_matches("s3://dag-reports/audit/dt=*/*/report.*") == \
+        [f"s3://dag-reports/{prefix}/report.html", f"s3://dag-reports/{prefix}/report.json"]
+    assert not uris.on("audit_s3").exists(f"s3://dag-reports/{prefix}/nothing.json")
+    client.delete_object(Bucket="dag-reports", Key=f"{prefix}/_manifest.json")
+    with pytest.raises(FileNotFoundError, match="manifest"):
+        check_report.function(plan, {"exit_code": 0})
+
+
+def test_the_job_gets_the_connections_s3_endpoint_region_and_credentials(monkeypatch):
+    from delivery_audit_airflow import aws
+
+    _aws_conn(monkeypatch, "lake_s3", login="AKIDEXAMPLE", password="wJalrXUtnFEMI-example",
+              extra={"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"})
+    env, said = aws.job_env("lake_s3")
+    assert env == {"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9000",
+                   "AWS_DEFAULT_REGION": "eu-west-1", "AWS_REGION": "eu-west-1",
+                   "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+                   "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI-example",
+                   # '' (no token): an inherited AWS_SESSION_TOKEN must not pair with these keys
+                   "AWS_SESSION_TOKEN": "", "AWS_SECURITY_TOKEN": ""}
+    assert "wJalrXUtnFEMI" not in said and "http://127.0.0.1:9000" in said
+    # no keys of its own (an instance role, say): only where S3 is, the chain does the rest
+    _aws_conn(monkeypatch, "role_s3",
+              extra={"service_config": {"s3": {"endpoint_url": "http://s3.internal:9000"}}})
+    env, said = aws.job_env("role_s3")
+    assert env == {"AWS_ENDPOINT_URL_S3": "http://s3.internal:9000"}
+    assert "no credentials of its own" in said
+    # no such Connection: the hook falls back to the standard chain, so does the job
+    assert aws.job_env("no_such_connection") == (
+        {}, "no Connection 'no_such_connection': the job uses the worker's own AWS credential "
+            "chain, as the hook does")
+
+
+def test_reconcile_pre_execute_hands_the_plans_connection_to_the_job(monkeypatch):
+    from types import SimpleNamespace
+
+    from delivery_audit_airflow.group import job_environment
+
+    _aws_conn(monkeypatch, "lake_s3", login="AKIDEXAMPLE", password="wJalrXUtnFEMI-example",
+              extra={"endpoint_url": "http://127.0.0.1:9000"})
+    plan = {"aws_conn_id": "lake_s3", "pass_aws_conn_to_job": True, "out": "/srv/reports",
+            "sources": {"sends": "s3://lake/sends/*", "broker": "/b/*", "ledger": "/l/*",
+                        "events": None}}
+
+    class TI:
+        def xcom_pull(self, task_ids):
+            assert task_ids == "audit.resolve_window"
+            return plan
+
+    task = SimpleNamespace(plan_task_id="audit.resolve_window", env_vars={"PYSPARK_PYTHON": "p"})
+    job_environment({"task": task, "ti": TI()})
+    assert task.env_vars["AWS_ENDPOINT_URL_S3"] == "http://127.0.0.1:9000"
+    assert task.env_vars["AWS_ACCESS_KEY_ID"] == "AKIDEXAMPLE"
+    assert task.env_vars["PYSPARK_PYTHON"] == "p"  # the operator's own settings stay
+    plan["pass_aws_conn_to_job"] = False  # the worker's own chain
+    task.env_vars = {}
+    job_environment({"task": task, "ti": TI()})
+    assert task.env_vars == {}
+    plan.update(pass_aws_conn_to_job=True, sources={"sends": "/s/*"})  # nothing on S3
+    job_environment({"task": task, "ti": TI()})
+    assert task.env_vars == {}
 
 
 def test_plugin_manager_skips_the_package():

@@ -1,10 +1,13 @@
 """Which files an input pattern means (delivery_audit.globs): the job's resolver and
 Airflow's sensor (delivery_audit_airflow.uris) agree on tricky patterns, on the same file
-tree, locally and on S3 (a moto server), and both read brace alternatives."""
+tree, locally and on S3 (a moto server; the sensor through the Amazon provider's S3Hook on an
+Airflow Connection), and both read brace alternatives."""
 
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +19,8 @@ from delivery_audit.core.globs import expand_braces, select
 from delivery_audit.ingest import InputError, resolve
 
 REPO = Path(__file__).resolve().parents[1]
+# the S3 sensor imports Airflow: never ~/airflow (Airflow writes airflow.cfg into its home)
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
 if str(REPO / "plugins") not in sys.path:
     sys.path.append(str(REPO / "plugins"))
 
@@ -80,9 +85,16 @@ def test_sensor_and_job_mean_the_same_local_files(tmp_path, pattern):
 
 
 def test_sensor_and_job_mean_the_same_s3_objects(s3_endpoint, monkeypatch, tmp_path):  # noqa: F811
+    from delivery_audit_airflow.aws import s3_hook
     from delivery_audit_airflow.uris import glob_matches
 
-    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    # the sensor finds the server through the aws_default Connection only, the job through
+    # its own client
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", json.dumps(
+        {"conn_type": "aws", "extra": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}))
+    s3_hook.cache_clear()
     client = boto3.client("s3", endpoint_url=s3_endpoint)
     client.create_bucket(Bucket="tree")
     for rel in TREE:
@@ -92,7 +104,8 @@ def test_sensor_and_job_mean_the_same_s3_objects(s3_endpoint, monkeypatch, tmp_p
         want = [f"s3://tree/{r}" for r in rel]
         uri = f"s3://tree/{pattern}"
         assert glob_matches(uri) == want, pattern
-        assert sorted(_job(uri, stage_dir=tmp_path / "stage")) == want, pattern
+        assert sorted(_job(uri, stage_dir=tmp_path / "stage", s3_client=client)) == want, \
+            pattern
 
 
 def test_s3a_is_refused_by_both():

@@ -355,15 +355,13 @@ def test_plan_refuses_a_traversing_report_root():
     plan = _plan()
     from datetime import UTC, datetime, timedelta
 
-    from delivery_audit_airflow.settings import VARIABLES, Settings
+    from delivery_audit_airflow.settings import Settings
 
     start = datetime(2026, 11, 19, tzinfo=UTC)
     for root in ("/srv/reports/../../etc", "s3://bucket//x", "/srv/rep\norts"):
-        values = {n: d for n, (d, _) in VARIABLES.items()}
-        values["report_root"] = root
         with pytest.raises(plan.PlanError, match="report root"):
             plan.build_plan(start=start, end=start + timedelta(days=1),
-                            settings=Settings(values))
+                            settings=Settings.of(report_root=root))
 
 
 @pytest.mark.parametrize("args, why", [

@@ -16,9 +16,9 @@ log = logging.getLogger(ALERT_LOGGER)
 
 
 def notifier_settings(plan: dict[str, Any]) -> dict[str, Any]:
-    """The notifier: the Variable, else the audit config's ``notifier``, else the log notifier."""
-    if plan.get("notifier"):
-        return dict(plan["notifier"])
+    """The notifier, by the DAGs' one precedence: the audit config file's ``notifier`` > the
+    ``notifier`` of Variable delivery_audit_settings (the deployment default) > the log
+    notifier."""
     path = plan.get("config_file")
     if path:
         try:
@@ -26,10 +26,12 @@ def notifier_settings(plan: dict[str, Any]) -> dict[str, Any]:
 
             with open(path, encoding="utf-8") as fh:
                 data = yaml.safe_load(fh) or {}
-            if isinstance(data.get("notifier"), dict):
+            if isinstance(data, dict) and isinstance(data.get("notifier"), dict):
                 return dict(data["notifier"])
         except (OSError, ValueError) as exc:  # yaml errors are ValueErrors
             log.warning("cannot read the notifier from %s: %s", path, exc)
+    if plan.get("notifier"):
+        return dict(plan["notifier"])
     return {"type": "log"}
 
 

@@ -3,12 +3,17 @@
     resolve_window → wait_for_inputs → reconcile → check_report → alert
 
 * resolve_window: the window ([data_interval_start, data_interval_end) for scheduled runs, the
-  validated ``start``/``end`` Params for backfills) and every location, from Variables → XCom.
+  validated ``start``/``end`` Params for backfills), every location (from the JSON Variable
+  delivery_audit_settings) and the AWS Connection (the ``aws_conn_id`` Param, else the
+  Variable's, else aws_default) → XCom.
 * wait_for_inputs: reschedule-mode sensor; done when every required source glob matches a file
-  and (by default) window end + grace has passed, so late consumption is in the inputs.
+  (S3 through the provider's S3Hook on that Connection) and (by default) window end + grace
+  has passed, so late consumption is in the inputs.
 * reconcile: one spark-submit of jobs/reconcile.py ``--stage all`` (validates the inputs with GX,
   reconciles, validates the results, publishes with ``_manifest.json`` last). A re-run writes
-  the same window folder again, replacing it (idempotent).
+  the same window folder again, replacing it (idempotent). Its ``pre_execute`` gives the job
+  the Connection's S3 endpoint, region and credentials as ``AWS_*`` environment variables
+  (delivery_audit_airflow.aws.job_env), unless the Variable's ``pass_aws_conn_to_job`` is false.
 * check_report: reads ``_manifest.json`` and ``report.json`` from the destination and fails if
   they are missing, belong to another window, or list files that are not there.
 * alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through the notifier.
@@ -20,11 +25,11 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import PokeReturnValue, TaskGroup, get_current_context, task
+from airflow.sdk import Param, PokeReturnValue, TaskGroup, get_current_context, task
 
 from delivery_audit_airflow.alerts import task_failure_callback
 from delivery_audit_airflow.operators import AuditSparkSubmitOperator
-from delivery_audit_airflow.settings import REPO_ROOT
+from delivery_audit_airflow.settings import CONN_ID_PATTERN, REPO_ROOT, VARIABLE
 
 GROUP_ID = "audit"
 INPUT_WAIT_TIMEOUT = timedelta(hours=12)
@@ -42,6 +47,68 @@ def default_args() -> dict[str, Any]:
         "max_retry_delay": timedelta(hours=1),
         "on_failure_callback": task_failure_callback,
     }
+
+
+def audit_params() -> dict[str, Param]:
+    """The Params both DAGs take (the backfill DAG adds its window and selection)."""
+    return {
+        "aws_conn_id": Param(None, type=["null", "string"], pattern=CONN_ID_PATTERN,
+                             maxLength=250, title="AWS Connection",
+                             description="the Airflow AWS Connection for s3:// inputs and "
+                                         f"reports (empty: aws_conn_id in Variable {VARIABLE}, "
+                                         "default aws_default)"),
+    }
+
+
+_DOC_MD = """
+### Sources
+
+Four logs of the Kafka system, as globs rendered per window (`{{ds}}`, `{{prev_ds}}`,
+`{{data_root}}`, … ; local paths or `s3://`): producer send logs (`sends`), broker topic dumps
+(`broker`), consumer processing ledgers (`ledger`) and, optionally, consumer-group events
+(`events`). By default `{{data_root}}/<source>/dt=*/*.jsonl*`. `wait_for_inputs` waits (in
+reschedule mode, up to 12 h) until every required source matches a file and window end + grace
+has passed; `reconcile` then runs `jobs/reconcile.py` once with spark-submit.
+
+### Reports
+
+`<report_root>[/<report_prefix>]/dt=<start date>/<window id>/`: `report.json`, `report.html`,
+`anomalies/` (Parquet), `quarantine/`, `validation/` and, written last, `_manifest.json`.
+`check_report` reads them back; on a `warn` or `fail` verdict `alert` sends the report through
+the notifier. A re-run of the same window replaces its folder.
+
+### Variable `{variable}`
+
+One JSON object; a key it does not set takes its default, an unknown key or a wrong type fails
+`resolve_window` with a message naming the key. Precedence: the run's Param > the audit
+config file (`config_file`: `grace_minutes`, `notifier`) > this Variable.
+
+{table}
+
+### Connections
+
+* **`aws_default`** (conn type `aws`; another with the `aws_conn_id` Param or the Variable's
+  `aws_conn_id`): S3 for the sensor, the report check and the alert (the Amazon provider's
+  `S3Hook`), e.g. `{{"conn_type": "aws", "login": "…", "password": "…", "extra":
+  {{"endpoint_url": "http://minio:9000", "region_name": "us-east-1"}}}}`. The Spark job gets its
+  S3 endpoint, region and credentials as `AWS_*` environment variables
+  (`pass_aws_conn_to_job`); without the Connection both use the worker's AWS chain.
+* **`spark_default`** (conn type `spark`): the master, e.g. `local[*]` or `spark://host:7077`.
+* **`delivery_audit_pseudonym`** (optional): its password is the pseudonymisation key when the
+  audit config says `pseudonymise: true` and `DELIVERY_AUDIT_PSEUDONYM_KEY` is not set.
+
+Tasks: `resolve_window → wait_for_inputs → reconcile → check_report → alert`; more in
+`docs/airflow.md`.
+"""
+
+
+def dag_doc_md(summary: str) -> str:
+    """A DAG's doc_md: its own summary (what window it audits), then what both DAGs share:
+    sources, reports, the Variable (its keys and defaults, from settings.SCHEMA), the
+    Connections."""
+    from delivery_audit_airflow.settings import markdown_table
+
+    return summary.strip() + "\n" + _DOC_MD.format(variable=VARIABLE, table=markdown_table())
 
 
 def _fail_fast(exc: Exception):
@@ -64,7 +131,7 @@ def resolve_window() -> dict[str, Any]:
     try:
         settings = Settings.load()
         if "start" in params:  # the backfill DAG
-            request = validate_backfill(params, float(settings.raw("backfill_max_days")))
+            request = validate_backfill(params, float(settings.get("backfill_max_days")))
             start, end, source = request["start"], request["end"], "params"
         else:
             request = None
@@ -75,21 +142,23 @@ def resolve_window() -> dict[str, Any]:
                 raise PlanError(f"the run has no usable data interval ({start} → {end}); "
                                 "use CronDataIntervalTimetable")
         plan = build_plan(start=start, end=end, settings=settings, request=request,
-                          source=source)
+                          source=source, aws_conn_id=params.get("aws_conn_id"))
     except (PlanError, ValueError) as exc:
         raise _fail_fast(exc) from exc
     w = plan["window"]
     print(f"audit window {w['start']} → {w['end']} (from {source}), grace "
           f"{w['grace_minutes']:g} min (from the {w['grace_from']}); report → "
-          f"{plan['report_dir']}")
+          f"{plan['report_dir']}; S3 through Connection {plan['aws_conn_id']!r} (from the "
+          f"{plan['aws_conn_from']})")
     return plan
 
 
 @task.sensor(task_id="wait_for_inputs", poke_interval=INPUT_POKE_INTERVAL.total_seconds(),
              timeout=INPUT_WAIT_TIMEOUT.total_seconds(), mode="reschedule")
 def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
-    from delivery_audit_airflow import uris
+    from delivery_audit_airflow import uris as _uris
 
+    uris = _uris.on(plan.get("aws_conn_id"))
     w = plan["window"]
     ready_at = datetime.fromisoformat(w["end"].replace("Z", "+00:00")) + timedelta(
         minutes=w["grace_minutes"])
@@ -117,7 +186,9 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
     import json
 
     from delivery_audit.core.manifest import MANIFEST, verify_manifest
-    from delivery_audit_airflow import uris
+    from delivery_audit_airflow import uris as _uris
+
+    uris = _uris.on(plan.get("aws_conn_id"))  # S3 through the plan's AWS Connection
 
     report_dir = plan["report_dir"]
     manifest_uri = uris.join(report_dir, MANIFEST)
@@ -167,7 +238,7 @@ def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
 
     if summary["verdict"] == "pass":
         raise AirflowSkipException("verdict pass: nothing to alert")
-    report = json.loads(uris.read_text(summary["report_json"]))
+    report = json.loads(uris.on(plan.get("aws_conn_id")).read_text(summary["report_json"]))
     settings = notifier_settings(plan)
     how = send_alert(report, plan["report_link"], settings)
     print(f"alert sent ({how}): verdict {summary['verdict']} for {summary['window']}")
@@ -175,6 +246,29 @@ def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
         raise AirflowFailException(f"audit verdict FAIL for {summary['window']}: "
                                    f"{summary['reasons']}")
     return how
+
+
+def job_environment(context: Any) -> None:
+    """``pre_execute`` of reconcile (runs after template rendering, so nothing of it is
+    stored as a rendered field): the job gets the plan's AWS Connection as ``AWS_*``
+    environment variables (aws.job_env)."""
+    from delivery_audit_airflow import aws, uris
+
+    task = context["task"]
+    plan = context["ti"].xcom_pull(task_ids=task.plan_task_id)
+    if not plan:
+        return  # the operator fails with its own message
+    conn_id = plan.get("aws_conn_id")
+    locations = [plan.get("out") or "", *(plan.get("sources") or {}).values()]
+    if not any(uris.is_s3(str(loc or "")) for loc in locations):
+        return  # nothing on S3: no Connection to look up
+    if not conn_id or not plan.get("pass_aws_conn_to_job", True):
+        print("the job uses the worker's own AWS credential chain (pass_aws_conn_to_job is "
+              "false)" if conn_id else "no AWS Connection in the plan")
+        return
+    env, said = aws.job_env(conn_id)
+    task.env_vars = {**(task.env_vars or {}), **env}
+    print(f"job environment from {said}")
 
 
 def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_default",
@@ -195,6 +289,7 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
             py_files=py_files,
             stage="all",
             execution_timeout=timedelta(hours=6),
+            pre_execute=job_environment,
         )
         checked = check_report(plan, reconcile.output)
         ready >> reconcile

@@ -45,7 +45,8 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
         if plan["sources"].get("events"):
             from delivery_audit_airflow import uris
 
-            if not uris.glob_matches(plan["sources"]["events"], limit=1):
+            files = uris.on(plan.get("aws_conn_id"))  # the plan's AWS Connection
+            if not files.glob_matches(plan["sources"]["events"], limit=1):
                 self.log.info("no events files match %s: running without events",
                               plan["sources"]["events"])
                 plan = {**plan, "sources": {**plan["sources"], "events": None}}

@@ -13,7 +13,13 @@ from typing import Any
 from delivery_audit.core.timefmt import iso_z as _iso
 from delivery_audit.window import AuditWindow, resolve_grace
 from delivery_audit_airflow import uris
-from delivery_audit_airflow.settings import Settings, date_placeholders
+from delivery_audit_airflow.settings import (
+    CONN_ID_PATTERN,
+    DEFAULT_AWS_CONN_ID,
+    VARIABLE,
+    Settings,
+    date_placeholders,
+)
 
 #: report_prefix: 1-5 '/'-separated segments of [A-Za-z0-9._-] that start with a letter/digit
 #: (so no '..', no leading '/', no empty segment, no spaces or shell/URI specials); the same
@@ -69,7 +75,7 @@ def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]
         raise PlanError(f"end {end.isoformat()} must be after start {start.isoformat()}")
     if end - start > timedelta(days=max_days):
         raise PlanError(f"window {end - start} is longer than the allowed maximum of {max_days:g} "
-                        "days (Variable delivery_audit_backfill_max_days)")
+                        f"days (backfill_max_days in Variable {VARIABLE})")
     raw_prefix = params.get("report_prefix") or ""
     if not isinstance(raw_prefix, str):
         raise PlanError(f"report_prefix {raw_prefix!r} must be a string")
@@ -102,19 +108,34 @@ def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]
 
 
 def _check_root(root: str) -> None:
-    """The report root (Variable + prefix) by delivery_audit.paths' rules (the job checks
-    --out again): no '..', no control characters, a supported scheme."""
+    """The report root (the Variable's + prefix) by delivery_audit.paths' rules (the job
+    checks --out again): no '..', no control characters, a supported scheme."""
     from delivery_audit.paths import check_report_root
 
     try:
-        check_report_root(root, "report root (Variable delivery_audit_report_root + prefix)")
+        check_report_root(root, f"report root (report_root in Variable {VARIABLE} + prefix)")
     except ValueError as exc:
         raise PlanError(str(exc)) from exc
 
 
+def resolve_aws_conn(param: Any, settings: Settings) -> tuple[str, str]:
+    """The AWS Connection of the run and where it came from: the run's ``aws_conn_id`` Param
+    ("run") > the Variable's ``aws_conn_id`` ("variable"; its default: aws_default)."""
+    if param not in (None, ""):
+        if not isinstance(param, str) or _CONTROL.search(param) \
+                or not re.fullmatch(CONN_ID_PATTERN, param):
+            raise PlanError(f"aws_conn_id {param!r} is not a connection id (letters, digits, "
+                            "'_', '.', '-')")
+        return param, "run"
+    conn = settings.get("aws_conn_id") or DEFAULT_AWS_CONN_ID
+    return conn, "variable" if "aws_conn_id" in settings.explicit else "default"
+
+
 def build_plan(*, start: datetime, end: datetime, settings: Settings,
-               request: dict[str, Any] | None = None, source: str = "schedule") -> dict[str, Any]:
-    """Everything the later tasks need, as a JSON-able dict."""
+               request: dict[str, Any] | None = None, source: str = "schedule",
+               aws_conn_id: str | None = None) -> dict[str, Any]:
+    """Everything the later tasks need, as a JSON-able dict (no secrets: XCom is readable
+    in the UI)."""
     request = request or {}
     if end <= start:
         raise PlanError(f"empty window: {_iso(start)} → {_iso(end)}")
@@ -125,13 +146,13 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         sources["events"] = None
     for name, value in sources.items():
         if name != "events" and not value:
-            raise PlanError(f"Variable delivery_audit_{name} is empty: the source is required")
+            raise PlanError(f"{name!r} in Variable {VARIABLE} is empty: the source is required")
     config_file = settings.render("config_file") or None
     # the CLI's own precedence (window.resolve_grace): the run's Param > the audit config's
-    # grace_minutes > the deployment default (Variable delivery_audit_grace). The plan
-    # passes the result as --grace: the wait for end + grace and the job's window agree
+    # grace_minutes > the deployment default (the Variable's "grace"). The plan passes the
+    # result as --grace: the wait for end + grace and the job's window agree
     grace_minutes, grace_from = resolve_grace(request.get("grace_minutes"),
-                                              config_grace(config_file), settings.raw("grace"))
+                                              config_grace(config_file), settings.get("grace"))
     root = settings.render("report_root")
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
@@ -141,12 +162,7 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         raise PlanError(f"window id {wid!r} is not YYYYMMDDTHHMMSSZ_YYYYMMDDTHHMMSSZ")
     _check_root(root)
     report_dir = uris.join(root, window.relative_dir)
-    spark_conf = settings.json("spark_conf") or {}
-    if not isinstance(spark_conf, dict):
-        raise PlanError("Variable delivery_audit_spark_conf must be a JSON object")
-    notifier = settings.json("notifier")
-    if notifier is not None and not isinstance(notifier, dict):
-        raise PlanError("Variable delivery_audit_notifier must be a JSON object")
+    conn, conn_from = resolve_aws_conn(aws_conn_id, settings)
     return {
         "source": source,
         "job": settings.render("job"),
@@ -159,11 +175,18 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "config_file": config_file,
         "topics": list(request.get("topics") or []),
         "groups": list(request.get("groups") or []),
-        "notifier": notifier,
-        "spark_conf": {str(k): str(v) for k, v in spark_conf.items()},
-        "fail_run_on_verdict": settings.flag("fail_run_on_verdict"),
-        "wait_for_grace": settings.flag("wait_for_grace"),
+        "notifier": settings.get("notifier"),
+        "spark_conf": {str(k): _conf_value(v) for k, v in settings.get("spark_conf").items()},
+        "fail_run_on_verdict": settings.get("fail_run_on_verdict"),
+        "wait_for_grace": settings.get("wait_for_grace"),
+        "aws_conn_id": conn,
+        "aws_conn_from": conn_from,
+        "pass_aws_conn_to_job": settings.get("pass_aws_conn_to_job"),
     }
+
+
+def _conf_value(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def config_grace(path: str | None) -> float | None:
@@ -176,7 +199,7 @@ def config_grace(path: str | None) -> float | None:
     try:
         return load_config(path).grace_minutes
     except ValueError as exc:  # unreadable or invalid: the job would fail the same way
-        raise PlanError(f"audit config (Variable delivery_audit_config_file): {exc}") from exc
+        raise PlanError(f"audit config (config_file in Variable {VARIABLE}): {exc}") from exc
 
 
 def grace_arg(minutes: float) -> str:

@@ -30,8 +30,8 @@ def resolve_grace(given: str | float | None, config_minutes: float | None,
                   default: str | float = DEFAULT_GRACE_MINUTES) -> tuple[float, str]:
     """One precedence for the grace, the CLI's and Airflow's: the run's own value (--grace,
     the backfill DAG's Param) > the audit config file's ``grace_minutes`` > the deployment
-    default (the CLI: 60m; Airflow: Variable delivery_audit_grace). Returns the minutes and
-    where they came from ("run", "config" or "default")."""
+    default (the CLI: 60m; Airflow: "grace" in Variable delivery_audit_settings). Returns the
+    minutes and where they came from ("run", "config" or "default")."""
     if given is not None:
         return parse_duration_minutes(given), "run"
     if config_minutes is not None:
