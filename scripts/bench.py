@@ -150,7 +150,7 @@ def inner_baseline(data: Path) -> dict:
 def inner_audit(data: Path, out: Path) -> dict:
     from delivery_audit.audit import AuditRequest, run_audit
     from delivery_audit.config import load_config
-    from delivery_audit.window import AuditWindow
+    from delivery_audit.core.window import AuditWindow
 
     spark = _session()
     req = AuditRequest(inputs={s: [str(data / s / "*")] for s in SOURCES},

@@ -143,8 +143,8 @@ def test_bad_seq_rule_is_a_config_error(tmp_path):
 
 
 def test_end_to_end_ingest_counts_and_quarantine_origin(spark, tmp_path):
+    from delivery_audit.core.window import AuditWindow
     from delivery_audit.ingest import ingest, resolve
-    from delivery_audit.window import AuditWindow
 
     dump = _write(tmp_path, "orders.dump.txt", NEW_DUMP)
     prod = _write(tmp_path, "producer.jsonl", "\n".join(PRODUCER) + "\n")

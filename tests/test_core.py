@@ -1,4 +1,4 @@
-"""The light core (delivery_audit.core, and delivery_audit.window on top of it) loads
+"""The light core (delivery_audit.core, and delivery_audit.core.window on top of it) loads
 nothing beyond the standard library: the Airflow plugin imports it, and DAG parsing must
 stay light."""
 
@@ -23,7 +23,7 @@ def test_the_core_imports_only_the_standard_library():
     code = ("import sys, json\n"
             "import delivery_audit.core.globs, delivery_audit.core.timefmt\n"
             "import delivery_audit.core.s3uri, delivery_audit.core.manifest\n"
-            "import delivery_audit.core.process, delivery_audit.window\n"
+            "import delivery_audit.core.process, delivery_audit.core.window\n"
             "import delivery_audit.core.packaging, delivery_audit.core.submit\n"
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -346,7 +346,7 @@ def test_grace_has_one_precedence_under_airflow_and_the_cli(tmp_path, param, con
     from delivery_audit_airflow.plan import build_plan, job_args
 
     from delivery_audit.config import load_config
-    from delivery_audit.window import resolve_grace
+    from delivery_audit.core.window import resolve_grace
 
     path = tmp_path / "audit.yaml"
     if config:
@@ -378,7 +378,7 @@ def test_a_config_file_the_plan_cannot_read_fails_the_plan(tmp_path):
 def test_plan_window_dir_matches_the_job():
     from delivery_audit_airflow.plan import build_plan
 
-    from delivery_audit.window import AuditWindow
+    from delivery_audit.core.window import AuditWindow
 
     start, end = datetime(2026, 11, 19, 10, tzinfo=UTC), datetime(2026, 11, 19, 12, tzinfo=UTC)
     plan = build_plan(start=start, end=end, settings=_settings(report_root="/r"),
@@ -480,7 +480,7 @@ def test_dag_files_import_nothing_heavy():
     code = ("import runpy, sys\n"
             "for f in ('dags/delivery_audit_daily.py', 'dags/delivery_audit_backfill.py'):\n"
             "    runpy.run_path(f)\n"
-            "light = ('delivery_audit', 'delivery_audit.core', 'delivery_audit.window')\n"
+            "light = ('delivery_audit', 'delivery_audit.core', 'delivery_audit.core.window')\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', "
             "'great_expectations', 'boto3', 'botocore', 'pandas', 'pyarrow') or ("
             "m.startswith('delivery_audit.') and not m.startswith(light)) or "

@@ -25,9 +25,9 @@ from conftest import release_cached_frames
 from typer.testing import CliRunner
 
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import ingest, resolve
 from delivery_audit.schemas import FIELDS
-from delivery_audit.window import AuditWindow
 from delivery_audit_sim.generator.hostile import (
     MARKUP,
     NOT_A_ROW,

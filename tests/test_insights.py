@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from job_count import spark_jobs
 
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.report.html import render_html
 from delivery_audit.report.insights import compute_insights
 from delivery_audit.schemas import ANOMALY_SCHEMA, canonical_schema
-from delivery_audit.window import AuditWindow
 
 WINDOW = AuditWindow.of("2025-01-01T00:00:00Z", "2025-01-02T00:00:00Z", 60)
 T0 = datetime(2025, 1, 1, 0, 0, tzinfo=UTC)

@@ -62,7 +62,7 @@ def test_time_only_lines_without_a_day_are_error_rows(tmp_path):
     # the day may also come from the audit window
     path = tmp_path / "w.log"
     path.write_text(SPRING, encoding="utf-8")
-    from delivery_audit.window import AuditWindow
+    from delivery_audit.core.window import AuditWindow
 
     out, _ = convert("client-log", "events", [str(path)], ["w.log"], tmp_path / "o2",
                      AuditConfig(), window=AuditWindow.of("2026-11-19T00:00:00Z",

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import read_bounds, resolve
 from delivery_audit.ingest.pruning import Bounds, keep, path_span
-from delivery_audit.window import AuditWindow
 
 T0 = datetime(2026, 11, 19, tzinfo=UTC)
 

@@ -16,6 +16,7 @@ from report_fixtures import make_report
 
 from delivery_audit.config import AuditConfig
 from delivery_audit.core.packaging import package_zip
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.quality import (
     INPUT_SUITES,
     RESULTS_SUITE,
@@ -32,7 +33,6 @@ from delivery_audit.quality import (
     write_results,
 )
 from delivery_audit.schemas import canonical_schema
-from delivery_audit.window import AuditWindow
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = (*INPUT_SUITES, RESULTS_SUITE)

@@ -12,6 +12,7 @@ from job_count import spark_jobs
 
 from delivery_audit.collect import collect_all
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.detection import detect
 from delivery_audit.rebalances import (
     advice,
@@ -21,7 +22,6 @@ from delivery_audit.rebalances import (
 )
 from delivery_audit.report.insights import build_insights, compute_insights, insight_tables
 from delivery_audit.schemas import ANOMALY_SCHEMA
-from delivery_audit.window import AuditWindow
 
 WINDOW = AuditWindow.of(START, END)
 

@@ -13,8 +13,8 @@ from frames import END, START, Log
 
 from delivery_audit.anomalies import ANOMALY_NAMES
 from delivery_audit.config import AuditConfig, DumpRange, GroupConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.detection import detect
-from delivery_audit.window import AuditWindow
 
 
 def build_cases() -> Log:

@@ -10,8 +10,8 @@ import pytest
 from s3_server import s3_endpoint  # noqa: F401
 
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import InputError, ingest, resolve
-from delivery_audit.window import AuditWindow
 
 DATA = Path(__file__).parent / "data" / "small"
 

@@ -19,7 +19,7 @@ import yaml
 from delivery_audit.anomalies import ANOMALY_NAMES, STATES
 from delivery_audit.audit import AuditRequest, Stages, extract, reconcile
 from delivery_audit.config import AuditConfig
-from delivery_audit.window import AuditWindow
+from delivery_audit.core.window import AuditWindow
 from delivery_audit_sim.generator import SCENARIOS, generate_scenario
 
 START = datetime(2026, 11, 19, tzinfo=UTC)

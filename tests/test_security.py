@@ -288,8 +288,8 @@ def test_prefix_rejected(prefix):
 
 
 def test_window_id_and_folder():
+    from delivery_audit.core.window import AuditWindow
     from delivery_audit.paths import PathError, check_relative_dir, check_window_id
-    from delivery_audit.window import AuditWindow
 
     w = AuditWindow.of("2026-11-19T00:00:00Z", "2026-11-20T00:00:00Z")
     assert check_window_id(w.window_id) == w.window_id

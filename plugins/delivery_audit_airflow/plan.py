@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from delivery_audit.core.timefmt import iso_z as _iso
-from delivery_audit.window import AuditWindow, resolve_grace
+from delivery_audit.core.window import AuditWindow, resolve_grace
 from delivery_audit_airflow import uris
 from delivery_audit_airflow.settings import (
     CONN_ID_PATTERN,
@@ -40,8 +40,8 @@ class PlanError(ValueError):
 
 def parse_instant(text: Any, what: str) -> datetime:
     """An ISO-8601 instant (offset honoured, none = UTC) as aware UTC; the rules are
-    delivery_audit.window's, imported here at task time (DAG parsing stays light)."""
-    from delivery_audit.window import parse_instant as parse
+    delivery_audit.core.window's, imported here at task time (DAG parsing stays light)."""
+    from delivery_audit.core.window import parse_instant as parse
 
     if not isinstance(text, datetime) and (_CONTROL.search(str(text or ""))
                                            or not re.fullmatch(ISO_PATTERN, str(text).strip())):

@@ -134,7 +134,7 @@ def _check(key: str, value: Any) -> None:
         raise SettingsError(f"Variable {VARIABLE}: 'backfill_max_days' must be > 0, "
                             f"not {value}")
     if key == "grace":
-        from delivery_audit.window import parse_duration_minutes
+        from delivery_audit.core.window import parse_duration_minutes
 
         try:
             if parse_duration_minutes(value) < 0:

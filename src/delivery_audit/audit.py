@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from . import __version__
 from .config import AuditConfig
 from .core.timefmt import iso_z
+from .core.window import AuditWindow
 from .detection import detect
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
@@ -34,7 +35,6 @@ from .redaction import redact_text
 from .report.summary import anomaly_count_table, build_report
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import JobCounter, tune_for_input, tune_for_staged
-from .window import AuditWindow
 
 log = logging.getLogger("delivery_audit")
 

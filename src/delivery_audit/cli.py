@@ -90,9 +90,9 @@ def run(
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
     from .audit import AuditRequest
     from .config import load_config
+    from .core.window import AuditWindow, resolve_grace
     from .paths import check_plain_text, check_relative_dir, check_report_root
     from .privacy import pseudonym_key
-    from .window import AuditWindow, resolve_grace
 
     try:
         check_report_root(out)

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from delivery_audit.config import AuditConfig
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
-from delivery_audit.window import AuditWindow
 
 FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 _PHASES = (Phase.explicit, Phase.generate) + (

@@ -33,8 +33,8 @@ def generate(
     fmt: Annotated[str, typer.Option("--format", help="jsonl or parquet")] = "jsonl",
 ) -> None:
     """Write a day of delivery logs with known faults, plus config.yaml and truth.json."""
+    from delivery_audit.core.window import parse_instant
     from delivery_audit.paths import check_report_root
-    from delivery_audit.window import parse_instant
 
     from .generator import SCENARIOS, generate_scenario
 

@@ -195,7 +195,7 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
     """Run the lab in `workdir` (recordings under recordings/, reports under reports/)."""
     from delivery_audit.audit import AuditRequest, run_audit
     from delivery_audit.config import AuditConfig
-    from delivery_audit.window import AuditWindow
+    from delivery_audit.core.window import AuditWindow
 
     from .recorder import Recorder, RecordingProducer
 

@@ -2,6 +2,7 @@
 files import it at parse time, so nothing heavy may come in with it).
 
 * ``globs``: which files an input pattern means (local paths and S3 keys);
+* ``window``: the audit window, durations, window ids and the grace precedence;
 * ``timefmt``: instants as ISO-8601 text in UTC with ``Z``;
 * ``s3uri``: ``s3://bucket/key`` split into bucket and key;
 * ``process``: whether a PID is alive;

@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 
 from ..anomalies import ANOMALY_NAMES
 from ..config import AuditConfig
+from ..core.window import AuditWindow
 from ..schemas import ANOMALY_SCHEMA
-from ..window import AuditWindow
 from . import (
     concurrency,
     consumer,

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
+from ..core.window import AuditWindow
 from ..sqlexpr import BEFORE, UPTO, X
-from ..window import AuditWindow
 from . import ordering, redelivery, retries, routes
 from .evidence import ANOMALY_TYPE
 

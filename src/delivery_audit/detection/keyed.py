@@ -29,8 +29,8 @@ from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
 from ..config import AuditConfig
+from ..core.window import AuditWindow
 from ..sqlexpr import WHOLE, X
-from ..window import AuditWindow
 from . import routes, write_side
 from .evidence import ANOMALY_TYPE
 from .facts import Facts

@@ -32,8 +32,8 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
+from ..core.window import AuditWindow
 from ..schemas import ANOMALY_SCHEMA
-from ..window import AuditWindow
 
 PERCENTILES = (0.5, 0.95, 0.99)
 MAX_LISTED = 50  # partitions listed per handover

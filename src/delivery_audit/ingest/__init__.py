@@ -27,8 +27,8 @@ from pyspark.sql import types as T
 
 from ..collect import collect_all
 from ..config import AuditConfig
+from ..core.window import AuditWindow
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
-from ..window import AuditWindow
 from .dedup import compared_values, fingerprint, later_copies
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format, resolve
 from .parsing import typed_rows

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from delivery_audit.core.timefmt import iso_z_ms
-from delivery_audit.window import AuditWindow
+from delivery_audit.core.window import AuditWindow
 
 from .metrics import NULL_COUNTED, TIMESTAMP_COLUMNS, metric_names
 from .runner import validate_tables

@@ -9,8 +9,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.schemas import FIELDS
-from delivery_audit.window import AuditWindow
 
 from .suites import timestamp_bounds
 

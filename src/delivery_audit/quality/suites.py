@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from delivery_audit.core.packaging import SUITES_DIR
-from delivery_audit.window import AuditWindow, parse_instant
+from delivery_audit.core.window import AuditWindow, parse_instant
 
 INPUT_SUITES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
 RESULTS_SUITE = "results"

@@ -32,10 +32,10 @@ from pyspark.sql import functions as F
 
 from delivery_audit.anomalies import SEVERITIES
 from delivery_audit.collect import collect_all
+from delivery_audit.core.window import AuditWindow
 from delivery_audit.group_events import MARKER_EVENTS
 from delivery_audit.report.summary import sum_units
 from delivery_audit.schemas import ANOMALY_SCHEMA
-from delivery_audit.window import AuditWindow
 
 from ..core.timefmt import iso_z
 
