@@ -1,4 +1,4 @@
-"""The light core (delivery_audit.core, and delivery_audit.core.window on top of it) loads
+"""The light core (delivery_audit.core, the audit window included) loads
 nothing beyond the standard library: the Airflow plugin imports it, and DAG parsing must
 stay light."""
 
