@@ -14,7 +14,7 @@ from delivery_audit.collect import collect_all
 from delivery_audit.config import AuditConfig
 from delivery_audit.core.window import AuditWindow
 from delivery_audit.detection import detect
-from delivery_audit.rebalances import (
+from delivery_audit.rebalance import (
     advice,
     group_settings,
     rebalance_report,
@@ -201,7 +201,7 @@ def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
     narrowed exactly (few leaves) or by a superset that the join then decides."""
     from datetime import UTC, datetime, timedelta
 
-    import delivery_audit.rebalances as rb
+    from delivery_audit.rebalance import diagnosis
 
     t0 = datetime(2026, 11, 19, 10, 0, tzinfo=UTC)
     rows = [("g", m, t0 + timedelta(seconds=s), t0 + timedelta(seconds=s + 1))
@@ -214,8 +214,8 @@ def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
                       "max.poll.records": 10}}
     got = {}
     for exact in (256, 0):
-        monkeypatch.setattr(rb, "_EXACT_LEAVES", exact)
-        got[exact] = [r.asDict() for r in rb._leave_evidence(
+        monkeypatch.setattr(diagnosis, "_EXACT_LEAVES", exact)
+        got[exact] = [r.asDict() for r in diagnosis.leave_evidence(
             ledger, [("g", "m1", leave_ms)], settings).collect()]
     # lookback 2 × 60 s + 60 s = 180 s: m1's starts at 120, 180, 240, 300 s
     assert [(r["l_member"], r["attempts"], r["max_gap"]) for r in got[256]] == [

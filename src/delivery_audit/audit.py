@@ -175,7 +175,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
     """Detect every anomaly and state, with the report's small tables (counts, insights,
     rebalance events) in the same Spark job, then build report.json."""
     from .detection.facts import facts_from
-    from .rebalances import rebalance_event_tables
+    from .rebalance import rebalance_event_tables
     from .report.insights import insight_tables
 
     ingested = ingestion.sources
@@ -284,7 +284,7 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     """Rebalance forensics (its second round: one more action), verdict, results
     validation, insights and the HTML page, from what the summary's action collected."""
     from .quality import validate_results, write_results
-    from .rebalances import rebalance_report
+    from .rebalance import rebalance_report
     from .report.html import render_html
     from .report.insights import build_insights
     from .report.verdict import decide

@@ -4,7 +4,7 @@ Every rule that reads group events takes its kinds from here:
 
 * ``REDELIVERY_EVENTS`` — rule 15 (detection/redelivery.py): a repeated success by the
   same member is caused by a ``rebalance`` when one of these lies between the two starts.
-* ``TIMELINE_EVENTS`` — contract §5 (rebalances.py): the events a group's rebalance
+* ``TIMELINE_EVENTS`` — contract §5 (rebalance/): the events a group's rebalance
   timeline is built from; ``DISRUPTIVE_EVENTS`` (all of them but ``assigned``) open a
   rebalance, and ``ZOMBIE_EVENTS`` by a member that already left are its late discovery
   of the previous rebalance, not a new one.

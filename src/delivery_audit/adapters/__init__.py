@@ -22,7 +22,8 @@ from . import (
     verifiable_consumer,
     verifiable_producer,
 )
-from .common import Options, RowWriter, stem
+from .options import Options, stem
+from .writer import RowWriter
 
 __all__ = ["ADAPTERS", "convert"]
 

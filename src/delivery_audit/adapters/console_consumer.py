@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import re
 
-from .common import Options, RowWriter, extract_seq, open_lines
+from .lines import open_lines
+from .options import Options, extract_seq
+from .writer import RowWriter
 
 SOURCES = ("broker", "ledger")
 DEFAULT_GROUP = "console-consumer"

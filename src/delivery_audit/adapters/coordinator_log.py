@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import re
 
-from .common import LogClock, Options, RowWriter, open_lines
+from .clock import LogClock
+from .lines import open_lines
+from .options import Options
+from .writer import RowWriter
 
 SOURCES = ("events",)
 

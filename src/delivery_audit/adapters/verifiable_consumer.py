@@ -13,7 +13,9 @@ the source being converted and is skipped.
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, json_lines, record_key_seq
+from .lines import as_int, json_lines, record_key_seq
+from .options import Options
+from .writer import RowWriter
 
 SOURCES = ("ledger", "events")
 DEFAULT_GROUP = "verifiable-consumer"

@@ -10,7 +10,9 @@ logs when the callback fires). ``startup_complete``, ``tool_data`` and
 
 from __future__ import annotations
 
-from .common import Options, RowWriter, as_int, json_lines, record_key_seq
+from .lines import as_int, json_lines, record_key_seq
+from .options import Options
+from .writer import RowWriter
 
 SOURCES = ("sends",)
 NOT_ROWS = ("startup_complete", "shutdown_complete", "tool_data")

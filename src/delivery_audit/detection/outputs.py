@@ -75,19 +75,33 @@ def state_counts(rows: DataFrame) -> DataFrame:
                  units="n")
 
 
-def handovers(rows: DataFrame) -> DataFrame:
-    grouped = rows.groupBy("group_id", "prev", "member_id", "t").agg(
+def handover_table(rows: DataFrame) -> DataFrame:
+    """Member changes on a partition (``group_id``, ``prev``, ``member_id``, ``t``,
+    ``prev_f``, ``tp``: one row each) per (group, previous member, member, first start):
+    the previous member's last finish and the partitions. Also rebalance/sources.py's,
+    when the rebalance section is computed without detection."""
+    return rows.groupBy("group_id", "prev", "member_id", "t").agg(
         F.min("prev_f").alias("prev_f"),
         F.slice(F.sort_array(F.collect_set("tp")), 1, MAX_LISTED).alias("tps"))
-    return _fact(grouped, "__handover", group_id="group_id", member_id="member_id",
+
+
+def handovers(rows: DataFrame) -> DataFrame:
+    return _fact(handover_table(rows), "__handover", group_id="group_id", member_id="member_id",
                  related_member_id="prev", seq="t", seq_to="prev_f", detail="to_json(tps)",
                  units="1")
 
 
-def latencies(rows: DataFrame) -> list[DataFrame]:
-    processing = rows.filter(F.col("dur_ms").isNotNull()).groupBy("group_id").agg(
+def processing_table(rows: DataFrame) -> DataFrame:
+    """Per group: ``q`` [p50, p99], ``mx`` and ``n`` of the processing times ``dur_ms``
+    (null: not a successful attempt). Also rebalance/sources.py's, when the rebalance
+    section is computed without detection."""
+    return rows.filter(F.col("dur_ms").isNotNull()).groupBy("group_id").agg(
         F.percentile_approx("dur_ms", [0.5, 0.99], 10_000).alias("q"),
         F.max("dur_ms").alias("mx"), F.count(F.lit(1)).alias("n"))
+
+
+def latencies(rows: DataFrame) -> list[DataFrame]:
+    processing = processing_table(rows)
     e2e = rows.filter(F.col("e2e_ms").isNotNull()).rollup("group_id").agg(
         *_latency_aggregates("e2e_ms"), F.grouping("group_id").alias("_total"))
     return [

@@ -169,7 +169,7 @@ _PLAIN_DIGITS = r"^[0-9]{1,18}$"
 # the first characters of text a non-string JSON value renders as (a number, an object, an
 # array), and a quote
 _OTHER_KIND_START = ("-", *"0123456789", '"', "{", "[")
-_TEXT_KINDS = ("string", "jtext")  # jtext: JSON Lines' fast reading (tokens.read_jsonl)
+_TEXT_KINDS = ("string", "jtext")  # jtext: JSON Lines' fast reading (tokens/jsonl.py)
 
 
 def _int_range(f: Field, value: X) -> X:
