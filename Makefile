@@ -39,8 +39,9 @@ demo-cli: setup
 test: setup
 	$(BIN)/python -m pytest -q --durations=20
 
+# The unit tests only (no whole audits, subprocesses or servers): under 2 minutes.
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow and not audit" --durations=5
 
 lint: setup
 	$(BIN)/ruff check .

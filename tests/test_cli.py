@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from delivery_audit.cli import app
 
+pytestmark = pytest.mark.audit  # the CLI as a user runs it (whole audits): not in make test-fast
+
 DATA = Path(__file__).parent / "data" / "small"
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
 

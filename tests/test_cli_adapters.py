@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import tempfile
 
+import pytest
 from samples import CONSUMER, PRODUCER
 from typer.testing import CliRunner
 
 from delivery_audit.cli import app
+
+pytestmark = pytest.mark.audit  # a whole audit of tool output through the CLI: not in make test-fast
 
 DUMP = """\
 Dumping /var/lib/kafka/data/verify-test-0/00000000000000000000.log

@@ -29,6 +29,9 @@ from s3_server import s3_endpoint  # noqa: F401 - the fixture
 from delivery_audit import storage
 from delivery_audit.storage import MANIFEST, PublishError, PublishSettings, publish, read_manifest
 
+# publications through a faulty proxy to a moto server, killed subprocesses
+pytestmark = pytest.mark.audit  # not in make test-fast
+
 REL = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
 WID = "20261119T000000Z_20261120T000000Z"
 LOCK = ".20261119T000000Z_20261120T000000Z.lock"

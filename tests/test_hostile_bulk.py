@@ -38,6 +38,8 @@ from delivery_audit_sim.generator.hostile import (
     write_corpus,
 )
 
+pytestmark = pytest.mark.audit  # one audit of a labelled hostile corpus: not in make test-fast
+
 PER_SOURCE = int(os.environ.get("HOSTILE_PER_SOURCE", "1000"))
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
 

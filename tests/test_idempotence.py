@@ -40,6 +40,9 @@ from typer.testing import CliRunner
 from delivery_audit.cli import app
 from delivery_audit.storage import MANIFEST, PublishError, PublishSettings, publish, read_manifest
 
+# publications on a moto server and in subprocesses
+pytestmark = pytest.mark.audit  # not in make test-fast
+
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
 REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
 

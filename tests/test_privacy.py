@@ -149,6 +149,7 @@ def test_airflow_key_source_env_then_connection():
 # --------------------------------------------------------------------------- the real audit
 
 
+@pytest.mark.audit
 def test_counts_identical_with_and_without_pseudonymisation(plain_audit, pseudo_audit):
     plain, pseudo = plain_audit.report, pseudo_audit.report
     assert pseudo["config"]["pseudonymise"] is True and plain["config"]["pseudonymise"] is False

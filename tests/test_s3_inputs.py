@@ -13,6 +13,8 @@ from delivery_audit.config import AuditConfig
 from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import InputError, ingest, resolve
 
+pytestmark = pytest.mark.audit  # inputs on a moto server: not in make test-fast
+
 DATA = Path(__file__).parent / "data" / "small"
 
 

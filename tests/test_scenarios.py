@@ -22,6 +22,8 @@ from delivery_audit.config import AuditConfig
 from delivery_audit.core.window import AuditWindow
 from delivery_audit_sim.generator import SCENARIOS, generate_scenario
 
+pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in make test-fast
+
 START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
 SIZES = {"mixed": 2000}
