@@ -162,7 +162,62 @@ def test_moderate_faults_are_retried_to_a_valid_manifest(tmp_path, bucket, proxy
     assert stats["violations"] == [], json.dumps(stats["violations"][:2])
     assert assert_s3_published(direct, name, "r", "new") == manifest
     assert read_manifest(dest, REL, s3_client=direct) == manifest
-    assert LOCK not in {k.rsplit("/", 1)[-1] for k in s3_objects(direct, name)}, "lock released"
+    objects = s3_objects(direct, name)
+    assert LOCK not in {k.rsplit("/", 1)[-1] for k in objects}, "lock released"
+    # the report root's index, written after the manifest through the same faults
+    assert ".index.lock" not in {k.rsplit("/", 1)[-1] for k in objects}, "index lock released"
+    index = json.loads(objects["r/index.json"])
+    assert [(w["window_id"], w["run_id"]) for w in index["windows"]] == [(WID, "new")]
+
+
+INDEX_KEYS = r"/(index\.json|index\.html|\.index\.lock)$"
+
+
+def index_rows(client, bucket: str) -> list[tuple[str, str]]:
+    index = json.loads(s3_objects(client, bucket, "r/index.json")["r/index.json"])
+    return [(w["window_id"], w["run_id"]) for w in index["windows"]]
+
+
+def test_faults_on_the_index_are_retried(tmp_path, bucket, proxy):
+    """Half the requests on the report root's index (its lock, index.json, index.html) fail
+    (seed 1: 8 faults of every kind; the index lock's conditional PUT lands but its answer is
+    lost, and so is the first read-back that finds it ours; index.json's GET and PUT, and
+    index.html's PUT fail once; the lock's DELETE twice): the index gets the row all the
+    same."""
+    direct, name = bucket
+    dest = f"s3://{name}/r"
+    publish(stage(tmp_path, "old"), dest, REL, s3_client=direct, settings=FAST)
+    proxy.set_rules(share=0.5, faults=["503", "500", "reset", "drop"], seed=1,
+                    key_regex=INDEX_KEYS, watch=watch(name))
+    manifest = publish(stage(tmp_path, "new"), dest, REL, s3_client=client_via(proxy),
+                       settings=FAST)
+    stats = proxy.stats()
+    assert {f["outcome"] for f in stats["faults"]} == {"fault:503", "fault:500", "fault:reset",
+                                                        "fault:drop"}, stats["faults"]
+    assert ("PUT", "r/.index.lock", "fault:drop") in [(f["method"], f["key"], f["outcome"])
+                                                      for f in stats["faults"]]
+    assert stats["violations"] == []
+    assert assert_s3_published(direct, name, "r", "new") == manifest
+    assert index_rows(direct, name) == [(WID, "new")]
+    assert not [k for k in s3_objects(direct, name) if k.endswith(".lock")], "locks released"
+
+
+def test_an_index_that_cannot_be_written_leaves_the_window_published(tmp_path, bucket, proxy,
+                                                                      caplog):
+    """Every PUT of index.json fails: the window is published (manifest, files, exit as
+    usual), the error is logged, the index keeps its previous rows (stale, not broken)."""
+    direct, name = bucket
+    dest = f"s3://{name}/r"
+    publish(stage(tmp_path, "old"), dest, REL, s3_client=direct, settings=FAST)
+    proxy.set_rules(share=1.0, faults=["503"], methods=["PUT"], key_regex=r"/index\.json$",
+                    watch=watch(name))
+    manifest = publish(stage(tmp_path, "new"), dest, REL, s3_client=client_via(proxy),
+                       settings=FAST)
+    assert assert_s3_published(direct, name, "r", "new") == manifest
+    assert len(proxy.stats()["faults"]) == FAST.attempts
+    assert "is published, but the index at s3://" in caplog.text and "SlowDown" in caplog.text
+    assert index_rows(direct, name) == [(WID, "old")]
+    assert not [k for k in s3_objects(direct, name) if k.endswith(".lock")], "locks released"
 
 
 # --------------------------------------------------------------------------- (b) persistent faults

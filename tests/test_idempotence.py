@@ -228,6 +228,9 @@ def test_overlapping_local_publications_leave_one_consistent_report(tmp_path):
                 assert run_of(f["path"], data) == winner
             leftovers = [p.name for p in (dest / REL).parent.iterdir() if p.name not in (WID, LOCK)]
             assert leftovers == []
+            # the root's index is updated under the window's lock: its row is the winner's
+            index = json.loads((dest / "index.json").read_text())
+            assert [(w["window_id"], w["run_id"]) for w in index["windows"]] == [(WID, winner)]
     finally:
         stop.set()
         watcher.join()
@@ -252,7 +255,10 @@ def test_overlapping_s3_publications_leave_one_consistent_report(tmp_path, bucke
         winner = read_manifest(dest, REL, s3_client=direct)["run_id"]
         assert winner in (f"A{i}", f"B{i}")
         assert_s3_published(direct, name, "r", winner)
-        assert f"r/dt=2026-11-19/{LOCK}" not in s3_objects(direct, name), "lock released"
+        objects = s3_objects(direct, name)
+        assert f"r/dt=2026-11-19/{LOCK}" not in objects, "lock released"
+        index = json.loads(objects["r/index.json"])  # updated under the window's lock
+        assert [(w["window_id"], w["run_id"]) for w in index["windows"]] == [(WID, winner)]
     stats = proxy.stats()
     assert stats["violations"] == []
     lock_puts = [e for e in stats["log"] if e["key"].endswith(LOCK) and e["method"] == "PUT"]

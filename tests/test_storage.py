@@ -137,6 +137,12 @@ def split_lock_calls(calls, lock_key):
     return [c for c in calls if c[1] == lock_key], [c for c in calls if c[1] != lock_key]
 
 
+def split_index_calls(calls, root):
+    """(calls on the report root's index and its lock, the window's calls), each in order."""
+    index = {f"{root}/{name}" for name in (".index.lock", storage.INDEX_JSON, storage.INDEX_HTML)}
+    return [c for c in calls if c[1] in index], [c for c in calls if c[1] not in index]
+
+
 @pytest.fixture()
 def s3(s3_endpoint):  # noqa: F811
     client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1",
@@ -158,11 +164,18 @@ def test_s3_publish_manifest_last_and_checksums(tmp_path, s3):
     manifest = publish(make_staging(tmp_path), dest, REL, s3_client=rec, sse="AES256")
     prefix = f"audit/reports/{REL}/"
     lock = "audit/reports/dt=2025-01-01/.20250101T000000Z_20250102T000000Z.lock"
+    # the report root's index: after the manifest, before the window's lock is released
+    index_calls, window_calls = split_index_calls(rec.calls, "audit/reports")
+    assert index_calls == [("put", "audit/reports/.index.lock"),
+                           ("put", "audit/reports/index.json"),
+                           ("put", "audit/reports/index.html"),
+                           ("delete", "audit/reports/.index.lock")]
+    assert rec.calls[-6:-1] == [("put", prefix + MANIFEST), *index_calls]
     # the lock is taken first, confirmed just before the manifest, released last
-    assert rec.calls[0] == ("put", lock) and rec.calls[-3:-1] == [("put", lock),
-                                                                  ("put", prefix + MANIFEST)]
+    assert window_calls[0] == ("put", lock) and window_calls[-3:-1] == [
+        ("put", lock), ("put", prefix + MANIFEST)]
     assert rec.calls[-1] == ("delete", lock)
-    lock_calls, calls = split_lock_calls(rec.calls, lock)
+    lock_calls, calls = split_lock_calls(window_calls, lock)
     assert len(lock_calls) == 3
     # the old manifest is removed first, the new one written last
     assert calls[0] == ("delete", prefix + MANIFEST)
@@ -177,7 +190,10 @@ def test_s3_publish_manifest_last_and_checksums(tmp_path, s3):
         assert hashlib.sha256(data).hexdigest() == f["sha256"]
         assert body.get("ServerSideEncryption") == "AES256"
     assert read_manifest(dest, REL, s3_client=client) == manifest
-    assert rec.lock_sse == ["AES256"] * 2, "the lock object is written with the same SSE"
+    # the lock objects (the window's, twice; the index's) are written with the same SSE
+    assert rec.lock_sse == ["AES256"] * 3
+    index = client.get_object(Bucket=bucket, Key="audit/reports/index.json")
+    assert index.get("ServerSideEncryption") == "AES256"
 
 
 def test_s3_rerun_deletes_stale_files_after_manifest_removed(tmp_path, s3):
@@ -190,12 +206,16 @@ def test_s3_rerun_deletes_stale_files_after_manifest_removed(tmp_path, s3):
     prefix = f"r/{REL}/"
     assert set(keys(client, bucket, prefix)) == {prefix + "report.json", prefix + "report.html",
                                                  prefix + MANIFEST}
-    _, calls = split_lock_calls(rec.calls, f"r/dt=2025-01-01/.{REL.rsplit('/', 1)[1]}.lock")
+    _, calls = split_lock_calls(split_index_calls(rec.calls, "r")[1],
+                                f"r/dt=2025-01-01/.{REL.rsplit('/', 1)[1]}.lock")
     stale_deletes = [i for i, c in enumerate(calls)
                      if c[0] == "delete" and c[1].endswith(".parquet")]
     assert stale_deletes and min(stale_deletes) > 0
     assert calls[0] == ("delete", prefix + MANIFEST)
     assert calls[-1] == ("put", prefix + MANIFEST)
+    # the root's index is beside the window's prefix, not in it: never a "stale" object
+    assert not [c for c in rec.calls if c[0] == "delete" and "index" in c[1] and "lock" not in c[1]]
+    assert {"r/index.json", "r/index.html"} <= set(keys(client, bucket, "r/index"))
 
 
 def test_s3_failure_mid_publish_leaves_no_manifest(tmp_path, s3):

@@ -114,6 +114,31 @@ def run(
     raise typer.Exit(code)
 
 
+@app.command()
+def index(
+    out: Annotated[str, typer.Option(help="report root: a directory or s3://bucket/prefix")],
+) -> None:
+    """Rebuild the report root's index (index.json, index.html) from its published windows."""
+    from .paths import check_report_root
+    from .redaction import redact_text
+    from .storage import INDEX_HTML, rebuild_index
+
+    try:
+        check_report_root(out)
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        doc = rebuild_index(out)
+    except FileNotFoundError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - any storage failure, reported redacted
+        err.print(f"[bold red]publish error:[/] {escape(redact_text(exc))}", highlight=False)
+        raise typer.Exit(EXIT_PUBLISH) from None
+    flagged = sum(bool(r["flags"]) for r in doc["windows"])
+    console.print(f"{len(doc['windows'])} windows indexed ({flagged} flagged): "
+                  f"{escape(out.rstrip('/'))}/{INDEX_HTML}", highlight=False)
+
+
 def _split_format(text: str) -> tuple[str, str]:
     from .schemas import SOURCES
 

@@ -4,6 +4,7 @@ Under the window's lock (:func:`~.lock.local_lock`), the files are copied and fs
 private sibling directory ``.<window>.tmp-<tag>`` together with the manifest, which is then
 swapped in by rename: a reader sees the old report, no report, or the new one whole. What an
 interrupted publication left (``.tmp-`` / ``.old-`` siblings) is removed by the next one.
+Then, still under the window's lock, the report root's index is updated (``after_manifest``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from ..core.manifest import MANIFEST, ManifestFile
@@ -42,7 +44,8 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
+    """path's new content, whole or not at all: a fsync'ed sibling renamed over it."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
     with tmp.open("w", encoding="utf-8") as fh:
         fh.write(text)
@@ -52,8 +55,14 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def publish_local(files: list[tuple[str, Path]], root: Path, rel: str, wid: str, run_id: str,
-                  destination: str, settings: PublishSettings) -> dict:
-    """Publish files under root/rel (see the module's docstring); returns the manifest."""
+                  destination: str, settings: PublishSettings,
+                  after_manifest: Callable[[dict, Callable[[], None]], None] | None = None) -> dict:
+    """Publish files under root/rel (see the module's docstring); returns the manifest.
+
+    after_manifest(manifest, confirm): called once the window is published, still under its
+    lock (the report root's index, :mod:`.index`); ``confirm`` is a no-op here (a flock is
+    not lost).
+    """
     target = root / rel
     parent = target.parent
     tag = uuid.uuid4().hex[:12]
@@ -87,7 +96,7 @@ def publish_local(files: list[tuple[str, Path]], root: Path, rel: str, wid: str,
                 entries.append(ManifestFile(rel_path, dst.stat().st_size, file_sha256(dst)))
             # 4. manifest last (inside the private dir: it appears together with the files)
             manifest = new_manifest(entries, wid, run_id, rel, destination)
-            _write_atomic(tmp / MANIFEST, manifest.to_json())
+            write_atomic(tmp / MANIFEST, manifest.to_json())
             for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
                 _fsync(d)  # durable before the rename makes them visible
             # 3. swap: whatever the previous run left goes away with the old directory
@@ -102,5 +111,7 @@ def publish_local(files: list[tuple[str, Path]], root: Path, rel: str, wid: str,
             raise PublishError(f"publishing to {target} failed: {exc}; no manifest was "
                                "written") from exc
         shutil.rmtree(old, ignore_errors=True)
+        if after_manifest is not None:
+            after_manifest(manifest.to_dict(), lambda: None)
     log.info("published %d files to %s", len(entries), target)
     return manifest.to_dict()

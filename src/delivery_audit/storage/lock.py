@@ -9,6 +9,9 @@ publications take turns and the manifest always describes files of the run that 
   stopped refreshing for longer than its lease (server clock), or whose holder is a dead process
   of this same host (:func:`host_identity`), is taken over. The store must honour conditional
   writes (AWS S3 and MinIO do). See docs/reliability.md.
+
+The report root's index (index.py) is guarded by the same kinds of lock on
+``<root>/.index.lock`` (``what="the index"`` names it in messages).
 """
 
 from __future__ import annotations
@@ -58,8 +61,10 @@ def _owner(run_id: str, since: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def local_lock(path: Path, run_id: str, settings: PublishSettings) -> Iterator[None]:
-    """An exclusive flock on path, waiting up to settings.lock_wait_s for another publisher."""
+def local_lock(path: Path, run_id: str, settings: PublishSettings,
+               what: str = "this window") -> Iterator[None]:
+    """An exclusive flock on path, waiting up to settings.lock_wait_s for another publisher
+    (of ``what``: the window, or the report root's index)."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
@@ -75,7 +80,7 @@ def local_lock(path: Path, run_id: str, settings: PublishSettings) -> Iterator[N
                 if time.monotonic() >= deadline:
                     holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip()
                     raise PublishError(
-                        f"another publication of this window holds {path} ({holder or '?'}); "
+                        f"another publication of {what} holds {path} ({holder or '?'}); "
                         f"gave up after {settings.lock_wait_s:g}s; no manifest was written"
                     ) from None
                 time.sleep(min(settings.lock_poll_s, 0.2))
@@ -97,14 +102,16 @@ def local_lock(path: Path, run_id: str, settings: PublishSettings) -> Iterator[N
 
 
 class S3Lock:
-    """The window's publication lock: one object, written only with conditional puts."""
+    """The window's publication lock (or the index's: ``what``): one object, written only with
+    conditional puts."""
 
     def __init__(self, client: Any, bucket: str, key: str, run_id: str,
-                 settings: PublishSettings, extra: dict[str, str]):
+                 settings: PublishSettings, extra: dict[str, str], what: str = "this window"):
         self.client, self.bucket, self.key, self.settings = client, bucket, key, settings
         self.extra = extra  # the same SSE headers as the report (bucket policies may demand)
         self.token = uuid.uuid4().hex
         self.run_id = run_id
+        self.what = what
         self.since = now_z()
         self.etag: str | None = None
         self.refreshed = 0.0
@@ -176,7 +183,7 @@ class S3Lock:
                 who = (f"run {holder.get('run_id')}, pid {holder.get('pid')} on "
                        f"{str(holder.get('host')).split('|')[0]}, since {holder.get('since')}"
                        if holder else "?")
-                raise PublishError(f"another publication of this window holds "
+                raise PublishError(f"another publication of {self.what} holds "
                                    f"s3://{self.bucket}/{self.key} ({who}); gave up after "
                                    f"{self.settings.lock_wait_s:g}s")
             if holder is not None:

@@ -2,7 +2,8 @@
 
 Under the window's lock (:class:`~.lock.S3Lock`): the old manifest is deleted, every file is
 put, what the previous run left and this one did not write is deleted, the lock is confirmed,
-and the manifest is put last. Every call goes through :func:`~.retry.with_retry` on top of
+and the manifest is put last; then, still under the window's lock, the report root's index is
+updated (``after_manifest``). Every call goes through :func:`~.retry.with_retry` on top of
 botocore's own (adaptive) retries. boto3 is imported only when a client is made here.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +79,18 @@ def read_s3_manifest(client: Any, destination: str, rel: str) -> str | None:
     return obj["Body"].read().decode("utf-8")
 
 
-def _list_keys(client: Any, bucket: str, prefix: str, settings: PublishSettings) -> list[str]:
+def sse_headers(sse: str | None, kms_key_id: str | None) -> dict[str, str]:
+    """The put_object arguments of the server-side encryption asked for."""
+    extra: dict[str, str] = {}
+    if sse:
+        extra["ServerSideEncryption"] = sse
+        if sse == "aws:kms" and kms_key_id:
+            extra["SSEKMSKeyId"] = kms_key_id
+    return extra
+
+
+def list_keys(client: Any, bucket: str, prefix: str, settings: PublishSettings) -> list[str]:
+    """Every key under prefix (all pages), each call retried."""
     keys: list[str] = []
     token = None
     while True:
@@ -94,15 +107,17 @@ def _list_keys(client: Any, bucket: str, prefix: str, settings: PublishSettings)
 
 def publish_s3(files: list[tuple[str, Path]], destination: str, rel: str, wid: str,
                run_id: str, *, sse: str | None, kms_key_id: str | None, client: Any,
-               settings: PublishSettings) -> dict:
-    """Publish files under <destination>/<rel>/ (see the module's docstring); the manifest."""
+               settings: PublishSettings,
+               after_manifest: Callable[[dict, Callable[[], None]], None] | None = None) -> dict:
+    """Publish files under <destination>/<rel>/ (see the module's docstring); the manifest.
+
+    after_manifest(manifest, confirm): called once the manifest is written, still under the window's
+    lock (the report root's index, :mod:`.index`); ``confirm()`` refreshes the window's lock
+    when a third of its lease is gone, and raises PublishError if it was taken over.
+    """
     bucket, prefix = split_destination(destination, rel)
     manifest_key = prefix + MANIFEST
-    extra: dict[str, str] = {}
-    if sse:
-        extra["ServerSideEncryption"] = sse
-        if sse == "aws:kms" and kms_key_id:
-            extra["SSEKMSKeyId"] = kms_key_id
+    extra = sse_headers(sse, kms_key_id)
     parent, _, name = prefix.rstrip("/").rpartition("/")
     lock = S3Lock(client, bucket, (parent + "/" if parent else "") + lock_name(name), run_id,
                   settings, extra)
@@ -115,7 +130,7 @@ def publish_s3(files: list[tuple[str, Path]], destination: str, rel: str, wid: s
         with_retry(f"delete {manifest_key}",
                    lambda: client.delete_object(Bucket=bucket, Key=manifest_key), settings)
         step = "listing the previous files"
-        previous = set(_list_keys(client, bucket, prefix, settings))
+        previous = set(list_keys(client, bucket, prefix, settings))
         # 2. the files
         entries = []
         written: set[str] = set()
@@ -167,6 +182,9 @@ def publish_s3(files: list[tuple[str, Path]], destination: str, rel: str, wid: s
         detail = f"{code}: {exc}" if code and code not in str(exc) else str(exc)
         raise PublishError(f"publishing to {where} failed while {step} ({detail}); "
                            f"no manifest was written") from exc
+    else:
+        if after_manifest is not None:
+            after_manifest(manifest.to_dict(), lock.keep)
     finally:
         lock.release()  # also on KeyboardInterrupt / SystemExit
     log.info("published %d files to %s (sse=%s)", len(entries), where, sse or "none")
