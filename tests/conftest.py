@@ -50,6 +50,10 @@ def _release_cached_frames_after_module():
 # here, once: a session fixture bound into two test modules is two fixtures, run twice.
 from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401
 
+# S3 publishing fixtures (a bucket, the fault proxy), shared by test_faults.py and
+# test_idempotence.py
+from s3_publishing import bucket, module_proxy, proxy  # noqa: E402, F401
+
 # tests/data/small through the CLI, shared by test_cli.py and test_idempotence.py
 from small_audit import small_audit  # noqa: E402, F401
 

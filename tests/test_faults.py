@@ -17,116 +17,30 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
-import boto3
 import pytest
-from botocore.config import Config
-from fault_proxy import FaultProxy
+from s3_publishing import (
+    FAST,
+    LOCK,
+    REL,
+    WID,
+    assert_s3_published,
+    client_via,
+    run_of,
+    s3_objects,
+    stage,
+    watch,
+)
 from s3_server import s3_endpoint  # noqa: F401 - the fixture
 
 from delivery_audit import storage
-from delivery_audit.storage import MANIFEST, PublishError, PublishSettings, publish, read_manifest
+from delivery_audit.storage import MANIFEST, PublishError, publish, read_manifest
 
 # publications through a faulty proxy to a moto server, killed subprocesses
 pytestmark = pytest.mark.audit  # not in make test-fast
 
-REL = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
-WID = "20261119T000000Z_20261120T000000Z"
-LOCK = ".20261119T000000Z_20261120T000000Z.lock"
-# tiny backoff so that a test with dozens of faults takes well under a second of sleeping
-FAST = PublishSettings(attempts=6, retry_delay_s=0.002, max_retry_delay_s=0.02, lock_wait_s=20,
-                       lock_lease_s=60, lock_poll_s=0.02)
 SRC = Path(storage.__file__).resolve().parents[2]  # src/: subprocesses import the same code
-
-
-def stage(root: Path, run: str, names: tuple[str, ...] | None = None) -> Path:
-    """A staged report of run `run`: every file says which run wrote it."""
-    names = names or ("report.json", "report.html", "anomalies/part-0000.parquet",
-                      "anomalies/part-0001.parquet", "quarantine/part-0000.parquet",
-                      "validation/inputs.json", "validation/results.json")
-    staging = root / f"staging-{run}-{uuid.uuid4().hex[:6]}"
-    for name in names:
-        p = staging / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if name == "report.json":
-            p.write_text(json.dumps({"window": {"id": WID}, "run": {"run_id": run}}))
-        else:
-            p.write_bytes(f"{run}:{name}:".encode() + os.urandom(64))
-    return staging
-
-
-def run_of(name: str, data: bytes) -> str:
-    if name == "report.json":
-        return json.loads(data)["run"]["run_id"]
-    return data.split(b":", 1)[0].decode()
-
-
-# --------------------------------------------------------------------------- S3 helpers
-
-
-def direct_client(endpoint: str):
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                        config=Config(retries={"total_max_attempts": 2, "mode": "standard"}))
-
-
-def client_via(proxy: FaultProxy, botocore_attempts: int = 1):
-    """A client through the proxy; by default botocore does not retry, so ours is tested."""
-    return boto3.client("s3", endpoint_url=proxy.url, region_name="us-east-1",
-                        config=Config(retries={"total_max_attempts": botocore_attempts,
-                                               "mode": "standard"},
-                                      connect_timeout=5, read_timeout=15))
-
-
-def s3_objects(client, bucket: str, prefix: str = "") -> dict[str, bytes]:
-    out = {}
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for o in page.get("Contents") or []:
-            out[o["Key"]] = client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read()
-    return out
-
-
-def assert_s3_published(client, bucket: str, base: str, run: str) -> dict:
-    """The window holds exactly run `run`'s files, all listed in its manifest, byte for byte."""
-    prefix = f"{base}/{REL}/"
-    objects = s3_objects(client, bucket, prefix)
-    manifest = json.loads(objects.pop(prefix + MANIFEST))
-    assert manifest["run_id"] == run and manifest["window_id"] == WID
-    listed = {f["path"]: f for f in manifest["files"]}
-    assert {k[len(prefix):] for k in objects} == set(listed), "present files = manifest files"
-    for key, data in objects.items():
-        name = key[len(prefix):]
-        assert len(data) == listed[name]["size"], name
-        assert hashlib.sha256(data).hexdigest() == listed[name]["sha256"], name
-        assert run_of(name, data) == run, f"{name} belongs to another run"
-    assert manifest["file_count"] == len(listed)
-    return manifest
-
-
-@pytest.fixture()
-def bucket(s3_endpoint):  # noqa: F811
-    client = direct_client(s3_endpoint)
-    name = f"faults-{uuid.uuid4().hex[:8]}"
-    client.create_bucket(Bucket=name)
-    return client, name
-
-
-@pytest.fixture(scope="module")
-def module_proxy(s3_endpoint):  # noqa: F811
-    with FaultProxy(s3_endpoint) as p:
-        yield p
-
-
-@pytest.fixture()
-def proxy(module_proxy, bucket):
-    """The proxy, no faults, watching the window's prefix under s3://<bucket>/r."""
-    module_proxy.set_rules(watch=watch(bucket[1]))
-    return module_proxy
-
-
-def watch(bucket_name: str) -> list[str]:
-    return [f"{bucket_name}/r/{REL}/"]
 
 
 def faults_of(stats: dict, key_suffix: str = "") -> list[dict]:

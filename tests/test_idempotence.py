@@ -19,22 +19,19 @@ import time
 from pathlib import Path
 
 import pytest
-from s3_server import s3_endpoint  # noqa: F401 - the fixture
-from test_faults import (  # noqa: F401 - bucket, module_proxy, proxy: fixtures
+from s3_publishing import (
     FAST,
     LOCK,
     REL,
     WID,
     assert_s3_published,
-    bucket,
     client_via,
-    module_proxy,
-    proxy,
     run_of,
     s3_objects,
     stage,
     watch,
 )
+from s3_server import s3_endpoint  # noqa: F401 - the fixture
 from typer.testing import CliRunner
 
 from delivery_audit.cli import app
