@@ -510,10 +510,37 @@ def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"
     (staging / "report.json").write_text(json.dumps({
         "window": {"id": wid}, "verdict": {"verdict": verdict, "reasons": ["r"]},
         "anomalies": {"lost_acked": {"count": 3, "severity": "critical"},
-                      "skipped": {"count": 0, "severity": "high"}}}))
+                      "skipped": {"count": 0, "severity": "high"}},
+        "narrative": [{"id": "f1", "severity": "critical", "at": "2026-11-19T01:36:40.704Z",
+                       "cause": "acks_loss", "title": "3 acknowledged messages lost",
+                       "text": "3 acknowledged messages in payments are missing.",
+                       "fix": "acks=all"}]}))
     (staging / "report.html").write_text("<html/>")
     publish(staging, str(d.parent), d.name)
     return plan, d
+
+
+def test_alert_carries_the_narrative_and_links_the_page_and_the_index(tmp_path, monkeypatch):
+    from delivery_audit_airflow import alerts
+    from delivery_audit_airflow.group import alert, check_report
+
+    from delivery_audit.notify import summary_lines
+
+    sent = []
+
+    class Recorder:
+        def send(self, report, link, index=None):
+            sent.append(summary_lines(report, link, index))
+
+    monkeypatch.setattr(alerts, "_build_notifier", lambda settings: Recorder())
+    plan, d = _published(tmp_path)
+    summary = check_report.function(plan, {"exit_code": 0})
+    assert alert.function(plan, summary) == "notifier log"
+    msg = "\n".join(sent[0])
+    assert "1. [critical] 2026-11-19 01:36:40 UTC 3 acknowledged messages lost" in msg
+    assert "Fix: acks=all" in msg
+    assert f"Report: {d}/report.html" in msg
+    assert f"All windows: {tmp_path}/index.html" in msg  # the plan's report root
 
 
 def test_check_report_reads_the_published_report(tmp_path):

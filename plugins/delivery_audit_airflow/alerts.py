@@ -41,11 +41,20 @@ def _build_notifier(settings: dict[str, Any]):
     return notifier_from_config(settings)
 
 
-def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any]) -> str:
-    """Send through the configured notifier; returns how it was delivered."""
+def index_of(plan: dict[str, Any] | None) -> str | None:
+    """The report root's index page (``<report root>/index.html``) of a plan."""
+    root = (plan or {}).get("out")
+    return f"{str(root).rstrip('/')}/index.html" if root else None
+
+
+def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any],
+               index: str | None = None) -> str:
+    """Send through the configured notifier; returns how it was delivered. The alert
+    carries the narrative's first findings, the report's ``link`` and the ``index`` of
+    every window."""
     verdict = (report.get("verdict") or {}).get("verdict", "?")
     try:
-        _build_notifier(settings).send(report, link)
+        _build_notifier(settings).send(report, link, index=index)
         how = f"notifier {settings.get('type', '?')}"
     except Exception as exc:  # an alert must not vanish because a webhook is down
         from delivery_audit.notify import describe
@@ -54,9 +63,12 @@ def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any]) -> s
         log.error("notifier %s failed (%s): logging the alert instead", describe(settings),
                   redact_text(exc))
         how = "log (notifier failed)"
-        log.warning("AUDIT %s %s reasons=%s link=%s", verdict.upper(),
+        first = [f.get("title") for f in (report.get("narrative") or [])[:3]
+                 if isinstance(f, dict)]
+        log.warning("AUDIT %s %s reasons=%s findings=%s link=%s index=%s", verdict.upper(),
                     (report.get("window") or {}).get("id", ""),
-                    json.dumps((report.get("verdict") or {}).get("reasons", [])), link)
+                    json.dumps((report.get("verdict") or {}).get("reasons", [])),
+                    json.dumps(first), link, index)
     return how
 
 
@@ -81,4 +93,5 @@ def task_failure_callback(context: Any) -> None:
     }
     log.error("AUDIT ERROR %s.%s window=%s: %s", dag_id, task_id, window.get("id", "?"), exc)
     if plan:
-        send_alert(report, (plan or {}).get("report_link", ""), notifier_settings(plan))
+        send_alert(report, (plan or {}).get("report_link", ""), notifier_settings(plan),
+                   index=index_of(plan))

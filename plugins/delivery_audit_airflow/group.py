@@ -234,13 +234,13 @@ def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
     from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
     from delivery_audit_airflow import uris
-    from delivery_audit_airflow.alerts import notifier_settings, send_alert
+    from delivery_audit_airflow.alerts import index_of, notifier_settings, send_alert
 
     if summary["verdict"] == "pass":
         raise AirflowSkipException("verdict pass: nothing to alert")
     report = json.loads(uris.on(plan.get("aws_conn_id")).read_text(summary["report_json"]))
     settings = notifier_settings(plan)
-    how = send_alert(report, plan["report_link"], settings)
+    how = send_alert(report, plan["report_link"], settings, index=index_of(plan))
     print(f"alert sent ({how}): verdict {summary['verdict']} for {summary['window']}")
     if summary["verdict"] == "fail" and plan.get("fail_run_on_verdict"):
         raise AirflowFailException(f"audit verdict FAIL for {summary['window']}: "

@@ -261,7 +261,8 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     if req.notify and report["verdict"]["verdict"] in ("warn", "fail"):
         from .notify import notifier_from_config
 
-        notifier_from_config(req.config.notifier).send(report, f"{destination}/report.html")
+        notifier_from_config(req.config.notifier).send(
+            report, f"{destination}/report.html", index=f"{req.out.rstrip('/')}/index.html")
     code = EXIT_FAIL if report["verdict"]["verdict"] == "fail" else EXIT_OK
     return AuditResult(report=report, destination=destination, exit_code=code, manifest=manifest)
 
@@ -282,11 +283,13 @@ def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) ->
 def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
                    stages: Stages, staging: Path) -> None:
     """Rebalance forensics (its second round: one more action), verdict, results
-    validation, insights and the HTML page, from what the summary's action collected."""
+    validation, the narrative, insights and the HTML page, from what the summary's action
+    collected (and the staged anomaly table, read with pyarrow)."""
     from .quality import validate_results, write_results
     from .rebalance import rebalance_report
     from .report.html import render_html
     from .report.insights import build_insights
+    from .report.narrative import build_narrative
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
@@ -304,6 +307,8 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     if not results_validation.get("success", True) and report["verdict"]["verdict"] != "fail":
         report["verdict"] = {"verdict": "fail", "reasons": [
             *report["verdict"].get("reasons", []), "results validation failed"]}
+    with stages.stage("narrative"):  # pyarrow on the staged anomaly table, no Spark
+        report["narrative"] = build_narrative(report, staging / "anomalies")
     with stages.stage("insights"):
         insights = build_insights(rec.collected, req.window)
     with stages.stage("render_html"):

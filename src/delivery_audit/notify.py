@@ -1,4 +1,5 @@
-"""Data-quality alerts: tell someone the verdict and where the report is.
+"""Data-quality alerts: tell someone the verdict, what happened (the narrative's first
+findings) and where the report and the report root's index of windows are.
 
 A notifier never fails the audit: network and service errors are logged, not raised.
 Configuration (``notifier`` in the audit config)::
@@ -17,6 +18,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import urllib.error
 import urllib.request
 from typing import Any, Protocol, runtime_checkable
@@ -29,11 +31,14 @@ ALERT_LOGGER = "delivery_audit.alerts"
 log = logging.getLogger(ALERT_LOGGER)
 
 VERDICTS = ("pass", "warn", "fail")
+NARRATED = 3  # the narrative's first findings an alert carries
+# a window's page in the report root's layout: <root>/dt=YYYY-MM-DD/<window id>/report.html
+_WINDOW_PAGE = re.compile(r"^(?P<root>.+?)/dt=\d{4}-\d{2}-\d{2}/[^/]+/report\.html$")
 
 
 @runtime_checkable
 class Notifier(Protocol):
-    def send(self, report: dict, link: str) -> None: ...
+    def send(self, report: dict, link: str, index: str | None = None) -> None: ...
 
 
 # --------------------------------------------------------------------------- message
@@ -59,7 +64,38 @@ def top_anomalies(report: dict, n: int = 5) -> list[tuple[str, int, str]]:
     return [(name, count, sev) for _, _, name, count, sev in rows[:n]]
 
 
-def summary_lines(report: dict, link: str) -> list[str]:
+def index_link(link: str | None) -> str | None:
+    """The report root's index (``<root>/index.html``) of a window page's link in the
+    root's layout (``<root>/dt=…/<window id>/report.html``); None for any other link."""
+    m = _WINDOW_PAGE.match(link or "")
+    return f"{m['root']}/index.html" if m else None
+
+
+def narrative_lines(report: dict, n: int = NARRATED) -> list[str]:
+    """The narrative's first ``n`` findings (severity, time, title; text; fix) and how
+    many more the report tells."""
+    findings = [f for f in report.get("narrative") or [] if isinstance(f, dict)]
+    if not findings:
+        return []
+    lines = ["What happened:"]
+    for i, f in enumerate(findings[:n], 1):
+        at = f.get("at") if isinstance(f.get("at"), str) else ""
+        when = f" {at[:19].replace('T', ' ')} UTC" if at else ""
+        lines.append(f"{i}. [{f.get('severity', '?')}]{when} {f.get('title', '')}")
+        if f.get("text"):
+            lines.append(f"   {f['text']}")
+        if f.get("fix"):
+            lines.append(f"   Fix: {f['fix']}")
+    if len(findings) > n:
+        more = len(findings) - n
+        lines.append(f"… and {more} more finding{'s' if more > 1 else ''} in the report.")
+    return lines
+
+
+def summary_lines(report: dict, link: str, index: str | None = None) -> list[str]:
+    """The alert's text: verdict, reasons, the narrative's first findings, the top
+    anomalies, the report's link and the index's (``index``, else derived from
+    ``link``: index_link)."""
     window = report.get("window") or {}
     verdict = verdict_of(report)
     lines = [f"Kafka delivery audit {window.get('id', '?')}: {verdict.upper()}"]
@@ -67,6 +103,7 @@ def summary_lines(report: dict, link: str) -> list[str]:
         report.get("verdict"), dict) else None
     for reason in (reasons or [])[:5]:
         lines.append(f"- {reason}")
+    lines += narrative_lines(report)
     top = top_anomalies(report)
     if top:
         lines.append("Top anomalies: " + ", ".join(f"{n}={c} ({s})" for n, c, s in top))
@@ -76,6 +113,9 @@ def summary_lines(report: dict, link: str) -> list[str]:
         lines.append(f"Judged messages: {report['judged']}")
     if link:
         lines.append(f"Report: {link}")
+    index = index or index_link(link)
+    if index:
+        lines.append(f"All windows: {index}")
     return lines
 
 
@@ -88,10 +128,10 @@ class LogNotifier:
     def __init__(self, logger: logging.Logger | None = None) -> None:
         self.logger = logger or log
 
-    def send(self, report: dict, link: str) -> None:
+    def send(self, report: dict, link: str, index: str | None = None) -> None:
         verdict = verdict_of(report)
         level = {"fail": logging.ERROR, "warn": logging.WARNING}.get(verdict, logging.INFO)
-        self.logger.log(level, "\n".join(summary_lines(report, link)))
+        self.logger.log(level, "\n".join(summary_lines(report, link, index)))
 
 
 class SlackNotifier:
@@ -116,14 +156,14 @@ class SlackNotifier:
         return redact_text(reason, extra=[self.webhook_url, parts.path, parts.path.lstrip("/"),
                                           userinfo])
 
-    def send(self, report: dict, link: str) -> None:
+    def send(self, report: dict, link: str, index: str | None = None) -> None:
         if not self.webhook_url:
             log.warning("slack notifier: no webhook URL (config webhook_url or env %s); "
                         "alert not sent", self.webhook_env)
             return
         verdict = verdict_of(report)
         icon = {"pass": ":white_check_mark:", "warn": ":warning:", "fail": ":x:"}.get(verdict, "")
-        text = "\n".join(summary_lines(report, link))
+        text = "\n".join(summary_lines(report, link, index))
         payload = json.dumps({"text": f"{icon} {text}".strip()}).encode("utf-8")
         try:
             # built inside the try: a malformed URL raises here, and its message quotes it
@@ -162,8 +202,8 @@ class SnsNotifier:
             self._client = boto3.client("sns", **kwargs)
         return self._client
 
-    def send(self, report: dict, link: str) -> None:
-        lines = summary_lines(report, link)
+    def send(self, report: dict, link: str, index: str | None = None) -> None:
+        lines = summary_lines(report, link, index)
         subject = lines[0][:100]
         try:
             self._sns().publish(TopicArn=self.topic_arn, Subject=subject,
@@ -183,9 +223,9 @@ class FilteredNotifier:
         self.inner = inner
         self.on = on
 
-    def send(self, report: dict, link: str) -> None:
+    def send(self, report: dict, link: str, index: str | None = None) -> None:
         if verdict_of(report) in self.on:
-            self.inner.send(report, link)
+            self.inner.send(report, link, index)
 
 
 def describe(notifier_cfg: dict | None) -> dict:
