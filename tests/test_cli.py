@@ -113,6 +113,9 @@ def test_outputs_written_with_manifest_last(audited):
     listed = {f["path"] for f in manifest["files"]}
     assert "report.json" in listed and any(p.startswith("anomalies/") for p in listed)
     assert audited["report"]["anomalies"]["lost_acked"]["severity"] == "critical"
+    # what is published is the report: detection's scratch folder is not
+    assert not [p for p in listed if p.startswith("anomalies.detection/")]
+    assert not (d / "anomalies.detection").exists()
 
 
 def test_unmatched_glob_fails_naming_the_input(tmp_path):

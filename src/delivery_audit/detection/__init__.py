@@ -20,6 +20,7 @@ the report's small tables together (``_table`` = anomalies | facts).
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from functools import reduce
 from pathlib import Path
@@ -83,9 +84,12 @@ class Detection:
 
     def write_anomalies(self, path: str | Path,
                         tables: dict[str, DataFrame] | None = None) -> outputs.Written:
-        """:meth:`write`, for callers that read the anomaly table at ``path`` itself."""
-        written = self.write(Path(str(path) + ".detection"), tables)
+        """:meth:`write`, for callers that read the anomaly table at ``path`` itself (the
+        facts, read at once, leave with the scratch folder: it is not published)."""
+        scratch = Path(str(path) + ".detection")
+        written = self.write(scratch, tables)
         outputs.move_anomalies(written, str(path))
+        shutil.rmtree(scratch, ignore_errors=True)
         return written
 
 
