@@ -116,6 +116,11 @@ def test_outputs_written_with_manifest_last(audited):
     # what is published is the report: detection's scratch folder is not
     assert not [p for p in listed if p.startswith("anomalies.detection/")]
     assert not (d / "anomalies.detection").exists()
+    # the summary says where the window's page and the root's index are
+    out = audited["result"].output.replace("\n", "")  # the console folds long paths
+    root = audited["out"]
+    assert f"all windows: {root}/index.html" in out
+    assert (root / "index.html").is_file() and (root / "index.json").is_file()
 
 
 def test_unmatched_glob_fails_naming_the_input(tmp_path):

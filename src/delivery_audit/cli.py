@@ -60,6 +60,11 @@ def print_summary(report: dict, destination: str) -> None:
                                     for g in names])
         console.print(groups)
     console.print(f"report: {destination}/report.html", highlight=False)
+    from .notify import index_link
+
+    index = index_link(f"{destination}/report.html")
+    if index:
+        console.print(f"all windows: {index}", highlight=False)
 
 
 @app.command()
