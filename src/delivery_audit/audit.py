@@ -282,11 +282,15 @@ def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) ->
 def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
                    stages: Stages, staging: Path) -> None:
     """Rebalance forensics (its second round: one more action), verdict, results
-    validation, insights and the HTML page, from what the summary's action collected."""
+    validation, insights and the HTML page, from what the summary's action collected; the
+    remediation files and the offset strips from the staged anomaly table (pyarrow)."""
+    from .anomaly_table import read_anomalies
     from .quality import validate_results, write_results
     from .rebalance import rebalance_report
+    from .remediation import DEDUPE, REPLAY, write_remediation
     from .report.html import render_html
     from .report.insights import build_insights
+    from .report.offsets import partition_offsets
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
@@ -304,7 +308,11 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     if not results_validation.get("success", True) and report["verdict"]["verdict"] != "fail":
         report["verdict"] = {"verdict": "fail", "reasons": [
             *report["verdict"].get("reasons", []), "results validation failed"]}
+    with stages.stage("remediation"):  # pyarrow on the staged anomaly table: no Spark job
+        table = read_anomalies(staging / "anomalies", REPLAY + DEDUPE)
+        report["remediation"] = write_remediation(table, staging, report, rec.facts.reach)
     with stages.stage("insights"):
         insights = build_insights(rec.collected, req.window)
+        insights["offsets"] = partition_offsets(table, rec.facts.ranges)
     with stages.stage("render_html"):
         (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")
