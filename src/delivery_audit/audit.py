@@ -284,12 +284,17 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
                    stages: Stages, staging: Path) -> None:
     """Rebalance forensics (its second round: one more action), verdict, results
     validation, the narrative, insights and the HTML page, from what the summary's action
-    collected (and the staged anomaly table, read with pyarrow)."""
+    collected; the narrative, the remediation files and the offset strips also from the
+    staged anomaly table (pyarrow)."""
+    from .anomaly_table import read_anomalies
     from .quality import validate_results, write_results
     from .rebalance import rebalance_report
+    from .remediation import write_remediation
+    from .report.digest import Digest
     from .report.html import render_html
     from .report.insights import build_insights
     from .report.narrative import build_narrative
+    from .report.offsets import partition_offsets
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
@@ -307,9 +312,15 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     if not results_validation.get("success", True) and report["verdict"]["verdict"] != "fail":
         report["verdict"] = {"verdict": "fail", "reasons": [
             *report["verdict"].get("reasons", []), "results validation failed"]}
-    with stages.stage("narrative"):  # pyarrow on the staged anomaly table, no Spark
-        report["narrative"] = build_narrative(report, staging / "anomalies")
+    # the staged anomaly table, read once with pyarrow (no Spark job) for the narrative, the
+    # remediation files and the offset strips
+    table = read_anomalies(staging / "anomalies")
+    with stages.stage("narrative"):
+        report["narrative"] = build_narrative(report, Digest.from_table(table))
+    with stages.stage("remediation"):
+        report["remediation"] = write_remediation(table, staging, report, rec.facts.reach)
     with stages.stage("insights"):
         insights = build_insights(rec.collected, req.window)
+        insights["offsets"] = partition_offsets(table, rec.facts.ranges)
     with stages.stage("render_html"):
         (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")

@@ -200,18 +200,11 @@ def move_anomalies(written: Written, dest: str) -> None:
     if source.is_dir():
         shutil.move(str(source), dest)
         return
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .. import anomaly_table
+
     Path(dest).mkdir(parents=True)
-    pq.write_table(pa.Table.from_pylist([], schema=arrow_anomaly_schema()),
+    pq.write_table(anomaly_table.SCHEMA.empty_table(),
                    str(Path(dest) / "part-00000-empty.parquet"))
 
-
-def arrow_anomaly_schema():
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(),
-             "timestamp": pa.timestamp("us", tz="UTC")}
-    return pa.schema([pa.field(f.name, types[f.dataType.simpleString()], f.nullable)
-                      for f in ANOMALY_SCHEMA.fields])

@@ -103,18 +103,8 @@ class Digest:
         return cls.from_rows(rows)
 
     @classmethod
-    def from_parquet(cls, path: str | Path) -> Digest:
-        """The anomaly table at ``path`` (a folder of Parquet files); an absent or
-        unreadable table is an empty digest (the narrative then says less, never fails)."""
-        import pyarrow.dataset as ds
-
-        try:
-            dataset = ds.dataset(str(path), format="parquet")
-            names = set(dataset.schema.names)
-            table = dataset.to_table(columns=[c for c in (*SCHEMA.names, "ts")
-                                              if c in names and c != "t"])
-        except (OSError, ValueError, pa.ArrowException):
-            return cls.empty()
+    def from_table(cls, table: pa.Table) -> Digest:
+        """The anomaly table as ``anomaly_table.read_anomalies`` returns it."""
         cols = {}
         for f in SCHEMA:
             if f.name == "t":
@@ -125,6 +115,17 @@ class Digest:
             else:
                 cols[f.name] = pa.nulls(table.num_rows, f.type)
         return cls(pa.table(cols, schema=SCHEMA))
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> Digest:
+        """The anomaly table at ``path`` (a folder of Parquet files); an absent or
+        unreadable table is an empty digest (the narrative then says less, never fails)."""
+        from ..anomaly_table import read_anomalies
+
+        try:
+            return cls.from_table(read_anomalies(path))
+        except (OSError, ValueError, pa.ArrowException):
+            return cls.empty()
 
     # ------------------------------------------------------------------ filters
 

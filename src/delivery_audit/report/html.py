@@ -17,7 +17,7 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined
 from delivery_audit.anomalies import ANOMALIES, BY_NAME, SEVERITIES, STATES
 
 SEVERITY_COLOURS = {"critical": "#b91c1c", "high": "#ea580c", "medium": "#ca8a04",
-                    "info": "#2563eb"}
+                    "warning": "#d97706", "info": "#2563eb"}
 STATE_COLOURS = {
     "delivered_once": "#16a34a", "delivered_duplicate": "#f59e0b", "lost_acked": "#7f1d1d",
     "lost_unacked": "#dc2626", "skipped": "#9333ea", "expired_unconsumed": "#be185d",
@@ -87,14 +87,17 @@ def _parse_ts(value: Any) -> datetime | None:
 # --------------------------------------------------------------------------- charts
 
 
-def timeline_chart(insights: dict, width: int = 1100, height: int = 260) -> dict | None:
-    """Stacked bars of anomaly units per hour, with rebalance markers as vertical lines."""
+def timeline_chart(insights: dict, width: int = 1180, height: int = 260,
+                   narrative: list | None = None) -> dict | None:
+    """Stacked bars of anomaly units per hour, with rebalance markers as vertical lines and
+    the narrative's findings (those with an ``at``) as labelled markers above the plot."""
     tl = insights.get("timeline") or {}
     start, end = _parse_ts(tl.get("start")), _parse_ts(tl.get("read_until") or tl.get("end"))
     window_end = _parse_ts(tl.get("end"))
     if start is None or end is None or end <= start:
         return None
-    left, right, top, bottom = 56, 12, 12, 40
+    findings = narrative_markers(narrative)
+    left, right, top, bottom = 56, 12, 30 if findings else 12, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     hours = max(1, math.ceil((end - start).total_seconds() / 3600))
     bar_w = plot_w / hours
@@ -145,12 +148,44 @@ def timeline_chart(insights: dict, width: int = 1100, height: int = 260) -> dict
         grace = {"x": round(x_of(window_end), 2),
                  "w": round(left + plot_w - x_of(window_end), 2)}
     names = sorted({n for parts in per_hour.values() for n, _ in parts}, key=_anomaly_index)
+    for f in findings:
+        at, until = f["at_ts"], f["until_ts"]
+        f["on_chart"] = start <= at < end
+        if f["on_chart"]:
+            f["x"] = round(x_of(at), 2)
+            f["band_w"] = round(x_of(min(until, end)) - f["x"], 2) \
+                if until is not None and until > at else 0
+    lane_x: list[float] = []  # labels a few pixels apart go up a row
+    for f in (f for f in findings if f["on_chart"]):
+        row = sum(1 for x in lane_x if abs(x - f["x"]) < 22)
+        f["label_y"] = top - 18 + 9 * (row % 2)
+        lane_x.append(f["x"])
     return {"width": width, "height": height, "left": left, "top": top, "plot_w": plot_w,
             "plot_h": plot_h, "bars": bars, "markers": markers, "ticks": ticks,
-            "yticks": yticks, "grace": grace, "empty": not bars,
+            "yticks": yticks, "grace": grace, "empty": not bars, "findings": findings,
             "legend": [{"name": n, "colour": ANOMALY_COLOURS.get(n, "#475569")} for n in names],
             "undated": int(tl.get("undated_units") or 0),
             "outside": int(tl.get("outside_units") or 0)}
+
+
+def narrative_markers(narrative: list | None) -> list[dict]:
+    """The findings of report.json's ``narrative`` that have a parseable ``at``, in time
+    order: id, severity (and its colour), the instant, ``until``, the title."""
+    out = []
+    for i, f in enumerate(narrative or []):
+        if not isinstance(f, dict):
+            continue
+        at = _parse_ts(f.get("at"))
+        if at is None:
+            continue
+        sev = str(f.get("severity") or "info")
+        out.append({"id": str(f.get("id") or f"f{i + 1}"), "severity": sev,
+                    "colour": SEVERITY_COLOURS.get(sev, "#475569"),
+                    "at_ts": at, "until_ts": _parse_ts(f.get("until")),
+                    "at": f"{at:%H:%M:%S}", "day": f"{at:%Y-%m-%d}",
+                    "title": str(f.get("title") or f.get("cause") or ""),
+                    "cause": str(f.get("cause") or "")})
+    return sorted(out, key=lambda f: (f["at_ts"], f["id"]))
 
 
 def _anomaly_index(name: str) -> int:
@@ -180,7 +215,7 @@ def heatmap_chart(insights: dict) -> dict | None:
                 "fill": _heat(t), "value": v, "dark": t > 0.55,
                 "title": f"{topic} [{part}] — {name}: {v:,}"})
     return {
-        "width": label_w + len(cols) * cw + 10, "height": header_h + len(rows) * ch + 10,
+        "width": label_w + len(cols) * cw + 70, "height": header_h + len(rows) * ch + 10,
         "label_w": label_w, "header_h": header_h, "cw": cw, "ch": ch,
         "rows": [{"y": header_h + i * ch + ch / 2 + 4, "label": f"{t} [{p}]"}
                  for i, (t, p) in enumerate(rows)],
@@ -204,7 +239,59 @@ def _heat(t: float) -> str:
     return "#7f1d1d"
 
 
-def state_bars(report: dict, width: int = 420, height: int = 16) -> dict[str, list[dict]]:
+def offset_strips(insights: dict, width: int = 1000, lane_h: int = 7, gap: int = 2
+                  ) -> dict | None:
+    """The offset strips' geometry from ``insights["offsets"]`` (report/offsets.py): per
+    partition an SVG ``width`` units wide (scaled to the page), a lane per anomaly, the dump's
+    range as the background and each bin of marked offsets as a mark."""
+    data = insights.get("offsets") or {}
+    parts = data.get("partitions") or []
+    if not parts:
+        return None
+    bins = int(data.get("bins") or 240)
+    unit = width / bins
+    rows, names = [], set()
+    for p in parts:
+        lo, hi = int(p["lo"]), int(p["hi"])
+        span = max(hi - lo, 1)
+
+        def x_of(offset: int, lo: int = lo, span: int = span) -> float:
+            return round((offset - lo) / span * width, 2)
+
+        lanes = p.get("lanes") or []
+        height = max(len(lanes), 1) * (lane_h + gap) + gap
+        dump = None
+        if p.get("log_start") is not None and p.get("end") is not None:
+            dump = {"x": x_of(int(p["log_start"])),
+                    "w": round(x_of(int(p["end"])) - x_of(int(p["log_start"])), 2)}
+        marks = []
+        for i, lane in enumerate(lanes):
+            name = str(lane["anomaly"])
+            names.add(name)
+            y = gap + i * (lane_h + gap)
+            for b in lane.get("bins") or []:
+                groups = ", ".join(b.get("groups") or [])
+                if b.get("group_count", 0) > len(b.get("groups") or []):
+                    groups += f" and {b['group_count'] - len(b['groups'])} more"
+                where = (f"offset {b['from']:,}" if b["from"] == b["to"]
+                         else f"offsets {b['from']:,}–{b['to']:,}")
+                marks.append({"x": round(int(b["bin"]) * unit, 2), "y": y,
+                              "w": round(max(unit, 2.0), 2), "h": lane_h,
+                              "colour": ANOMALY_COLOURS.get(name, "#475569"),
+                              "title": f"{name}{f' ({groups})' if groups else ''}: "
+                                       f"{int(b['units']):,} at {where}"})
+        rows.append({"topic": p["topic"], "partition": p["partition"], "lo": lo, "hi": hi,
+                     "height": height, "dump": dump, "marks": marks,
+                     "below_start": dump["x"] if dump and dump["x"] > 0 else 0,
+                     "log_start": p.get("log_start"), "end": p.get("end"),
+                     "counts": [(str(lane["anomaly"]), int(lane["units"])) for lane in lanes]})
+    return {"width": width, "rows": rows,
+            "legend": [{"name": n, "colour": ANOMALY_COLOURS.get(n, "#475569")}
+                       for n in sorted(names, key=_anomaly_index)],
+            "partitions_total": int(data.get("partitions_total") or len(rows))}
+
+
+def state_bars(report: dict, width: int = 160, height: int = 14) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = {}
     for gid, g in (report.get("groups") or {}).items():
         states = g.get("states") or {}
@@ -277,6 +364,12 @@ def _topic_matrix(report: dict, rows: list[dict]) -> dict:
                     for a in active]} for t in topics]}
 
 
+def _group_anomalies(groups: list[dict]) -> list[str]:
+    """The per-group anomalies with a count in some group, in catalogue order."""
+    names = {k for g in groups for k, v in g["anomalies"].items() if v}
+    return sorted(names, key=_anomaly_index)
+
+
 def _group_rows(report: dict) -> list[dict]:
     out = []
     for gid, g in sorted((report.get("groups") or {}).items()):
@@ -289,18 +382,70 @@ def _group_rows(report: dict) -> list[dict]:
     return out
 
 
+_SHOWN_LISTS = ("evictions", "advice", "timeline")
+MAX_REBALANCES_LISTED = 50
+
+
+def _label(key: str) -> str:
+    """A figure's name in words; a duration's unit goes with its value (``_figure``)."""
+    return (key[:-3] if key.endswith("_ms") else key).replace("_", " ")
+
+
+def _figure(key: str, value: Any) -> str:
+    if key.endswith("_ms") and isinstance(value, int | float) and not isinstance(value, bool):
+        return _ms(value)
+    return _num(value)
+
+
 def _rebalance_rows(report: dict) -> list[dict]:
+    """Per group: its figures on one line, the evictions and the advice as tables (shown
+    whenever they exist), the rebalance timeline (collapsed) and any other list."""
     out = []
     for gid, r in sorted((report.get("rebalances") or {}).items()):
-        if isinstance(r, dict):
-            scalars = {k: v for k, v in r.items() if isinstance(v, str | int | float | bool)
-                       or v is None}
-            lists = {k: v for k, v in r.items() if isinstance(v, list)}
-            out.append({"group_id": gid, "scalars": scalars,
-                        "lists": {k: (len(v), v[:10]) for k, v in lists.items()}})
-        else:
-            out.append({"group_id": gid, "scalars": {"value": r}, "lists": {}})
+        if not isinstance(r, dict):
+            out.append({"group_id": gid, "figures": [("value", _num(r))], "evictions": [],
+                        "advice": [], "timeline": [], "timeline_total": 0, "lists": {},
+                        "settings": []})
+            continue
+        figures = [(_label(k), _figure(k, v)) for k, v in r.items()
+                   if isinstance(v, str | int | float | bool) or v is None]
+        for k, v in r.items():  # small objects: processing_ms {p50, p99, max}
+            if isinstance(v, dict) and k != "settings" and all(
+                    not isinstance(x, dict | list) for x in v.values()):
+                figures += [(f"{_label(k)} {ik}", _figure(k, iv)) for ik, iv in v.items()]
+        settings = []
+        for k, v in (r.get("settings") or {}).items():
+            if isinstance(v, dict):
+                settings.append((k, _num(v.get("value")), str(v.get("from") or "")))
+            else:
+                settings.append((k, _num(v), ""))
+        timeline = [t for t in (r.get("timeline") or []) if isinstance(t, dict)]
+        out.append({
+            "group_id": gid, "figures": figures, "settings": settings,
+            "evictions": [e for e in (r.get("evictions") or []) if isinstance(e, dict)],
+            "advice": [a for a in (r.get("advice") or []) if isinstance(a, dict)],
+            "timeline": timeline[:MAX_REBALANCES_LISTED], "timeline_total": len(timeline),
+            "lists": {k: (len(v), v[:10]) for k, v in r.items()
+                      if isinstance(v, list) and k not in _SHOWN_LISTS},
+        })
     return out
+
+
+def _remediation(report: dict) -> dict | None:
+    """report.json's ``remediation`` with the commands the page shows (the offset resets'
+    dry runs and the settings to change)."""
+    from delivery_audit.remediation.commands import reset_command
+
+    rem = report.get("remediation")
+    if not isinstance(rem, dict):
+        return None
+    lines = []
+    for r in rem.get("offset_resets") or []:
+        lines.append(reset_command(r))
+    for c in rem.get("config_changes") or []:
+        lines.append(f"{c.get('setting')}={c.get('advised')}    "
+                     f"# group {c.get('group_id')}, currently {c.get('current')}")
+    return {**rem, "lines": lines}
 
 
 def render_html(report: dict, insights: dict | None = None) -> str:
@@ -310,6 +455,8 @@ def render_html(report: dict, insights: dict | None = None) -> str:
     if not isinstance(verdict, dict):
         verdict = {"verdict": str(verdict), "reasons": []}
     rows = anomaly_rows(report)
+    groups = _group_rows(report)
+    narrative = report.get("narrative") if isinstance(report.get("narrative"), list) else None
     ctx = {
         "report": report,
         "run": report.get("run") or {},
@@ -323,10 +470,13 @@ def render_html(report: dict, insights: dict | None = None) -> str:
         "state_names": STATES,
         "state_colours": STATE_COLOURS,
         "topic_matrix": _topic_matrix(report, rows),
-        "groups": _group_rows(report),
+        "groups": groups,
+        "group_anomalies": _group_anomalies(groups),
         "state_bars": state_bars(report),
         "rebalances": _rebalance_rows(report),
-        "timeline": timeline_chart(insights),
+        "timeline": timeline_chart(insights, narrative=narrative),
+        "offsets": offset_strips(insights),
+        "remediation": _remediation(report),
         "heatmap": heatmap_chart(insights),
         "latency": latency_bars(insights),
         "latency_by_group": (insights.get("latency") or {}).get("end_to_end_ms_by_group") or {},
