@@ -99,6 +99,13 @@ def test_anomaly_tables_identical(spark, two_runs):
     assert t1 == t2
 
 
+def test_evidence_tables_identical(two_runs):
+    """The published evidence (explain's source) is one sorted file: the same bytes."""
+    e1, e2 = (two_runs[r] / "evidence" / "evidence.parquet" for r in ("run1", "run2"))
+    assert len(e1.read_bytes()) > 1000  # rows, not an empty table
+    assert e1.read_bytes() == e2.read_bytes()
+
+
 def test_quarantine_tables_identical(spark, two_runs):
     t1 = table(spark, two_runs["run1"] / "quarantine")
     assert len(t1) == 14

@@ -2,8 +2,8 @@
 
 extract:   resolve and ingest each source (quarantine, accounting), validate inputs (GX)
 transform: detect every anomaly and delivery state
-load:      stage report.json, report.html, anomalies/, quarantine/, validation/ locally,
-           validate results (GX), then publish to the report root (manifest last) and alert
+load:      stage report.json, report.html, anomalies/, evidence/, quarantine/, validation/
+           locally, validate results (GX), then publish to the report root (manifest last) and alert
 """
 
 from __future__ import annotations
@@ -187,7 +187,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         tables = {"anomalies": anomaly_count_table(detection.anomalies),
                   **rebalance_event_tables(events, list(facts.group_ids)),
                   **insight_tables(detection.anomalies, {"events": events}, req.window)}
-        written = detection.write_anomalies(str(staging / "anomalies"), tables)
+        written = detection.write_anomalies(str(staging / "anomalies"), tables,
+                                            evidence=staging / "evidence")
     anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
     with stages.stage("summarise"):
         got = {name: written.tables.get(name, []) for name in tables}

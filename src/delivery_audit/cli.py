@@ -144,6 +144,50 @@ def index(
                   f"{escape(out.rstrip('/'))}/{INDEX_HTML}", highlight=False)
 
 
+@app.command()
+def explain(
+    report: Annotated[str, typer.Option(help="a published report folder: a directory or "
+                                             "s3://bucket/…/dt=…/<window id>")],
+    topic: Annotated[str | None, typer.Option(help="the message's topic (with --key)")] = None,
+    key: Annotated[str | None, typer.Option(help="the message's key")] = None,
+    seq: Annotated[int | None, typer.Option(help="only this seq of the key")] = None,
+    partition: Annotated[str | None, typer.Option(
+        help="a record's TOPIC:PARTITION (with --offset)")] = None,
+    offset: Annotated[int | None, typer.Option(help="the record's offset")] = None,
+    around: Annotated[float, typer.Option(
+        help="minutes of group events shown before and after the message")] = 5.0,
+    limit: Annotated[int, typer.Option(
+        help="stories shown when a key has several anomalous messages (0: all)")] = 5,
+    json_out: Annotated[bool, typer.Option("--json", help="print the stories as JSON")
+                        ] = False,
+) -> None:
+    """The story of one message (--key K --topic T) or record (--partition T:P --offset O)
+    from a published report: its sends, broker copies, every processing by every group, its
+    anomalies and the group events around it. No Spark."""
+    from datetime import timedelta
+
+    from .explain import ExplainError, Query, load, parse_partition, render
+    from .explain import explain as tell
+
+    try:
+        if (key is None) == (partition is None) or (key is not None and topic is None) or (
+                partition is not None and offset is None):
+            raise ExplainError("give --key K --topic T, or --partition TOPIC:PARTITION "
+                               "--offset O")
+        if partition is not None:
+            t, p = parse_partition(partition)
+            query = Query(t, partition=p, offset=offset)
+        else:
+            query = Query(topic, key=key, seq=seq)
+        answer = tell(load(report), query, around=timedelta(minutes=around), limit=limit)
+    except ExplainError as exc:
+        _fail(str(exc))
+    if json_out:
+        sys.stdout.write(json.dumps(answer.to_json(), indent=2) + "\n")
+    else:
+        render(answer, console)
+
+
 def _split_format(text: str) -> tuple[str, str]:
     from .schemas import SOURCES
 

@@ -20,6 +20,9 @@ DEFAULT_CONF: dict[str, str] = {
     # pass 1); a join by identity of two sides so partitioned needs no exchange of either
     # side (Spark's default asks for every join key in the partitioning)
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    # no runtime bloom filters: each one is a scalar subquery, a Spark job of its own (the
+    # published evidence's semi joins of the events got two, detection/evidence_table.py)
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
     # a JSON object with a repeated key: the last one wins, in both JSON readers
     "spark.sql.variant.allowDuplicateKeys": "true",
     # ingestion writes each source once, partitioned by row status: a writer per status

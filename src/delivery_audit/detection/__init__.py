@@ -9,13 +9,15 @@ Three passes, each ending in one exchange of routed rows (routes.py):
    the delivery states and dup_effect (delivery_states.py), write_reorder (ordering.py);
 3. the few rows that need more: concurrent_processing among overlap candidates
    (concurrency.py), the cause of a redelivery by the same member (redelivery.py), and
-   the small tables the report counts (outputs.py).
+   the small tables the report counts (outputs.py); the published evidence, the source
+   rows of the identities the anomalies name, read from pass 1's leaves (evidence_table.py).
 
 Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_by`` (the catalogue, from
 which docs/anomalies.md is generated).
 
-Nothing runs until :meth:`Detection.write`: one Spark job writes the anomaly table and
-the report's small tables together (``_table`` = anomalies | facts).
+Nothing runs until :meth:`Detection.write`: one Spark job writes the anomaly table, the
+report's small tables and the evidence together (``_table`` = anomalies | facts |
+evidence).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from . import (
     concurrency,
     consumer,
     delivery_states,
+    evidence_table,
     keyed,
     ordering,
     outputs,
@@ -54,6 +57,7 @@ class Detection:
     facts_rows: DataFrame  # the report's small tables as fact rows (outputs.py)
     facts: Facts
     pairs: DataFrame  # pass 2's pair and success rows (for :attr:`states`)
+    evidence_rows: DataFrame | None = None  # the published evidence (evidence_table.py)
     observations: dict[str, Observation] = field(default_factory=dict)
     rules: list[str] = field(default_factory=lambda: list(ANOMALY_NAMES))
 
@@ -64,12 +68,14 @@ class Detection:
         return delivery_states.state_rows(self.pairs)
 
     def plan(self, tables: dict[str, DataFrame] | None = None) -> DataFrame:
-        """Every output row: the anomaly table's rows, the fact rows, and the rows of
-        ``tables`` (small tables of the caller's, e.g. aggregates of :attr:`anomalies`),
-        with ``_table`` = anomalies | facts."""
+        """Every output row: the anomaly table's rows, the fact rows, the rows of
+        ``tables`` (small tables of the caller's, e.g. aggregates of :attr:`anomalies`)
+        and the evidence rows, with ``_table`` = anomalies | facts | evidence."""
         names = [f.name for f in ANOMALY_SCHEMA.fields]
         parts = [self.anomalies.select(*names, F.lit("anomalies").alias("_table")),
                  self.facts_rows.select(*names, F.lit("facts").alias("_table"))]
+        if self.evidence_rows is not None:
+            parts.append(self.evidence_rows.select(*names, F.lit("evidence").alias("_table")))
         parts += [outputs.table_rows(name, df).select(*names, F.lit("facts").alias("_table"))
                   for name, df in (tables or {}).items()]
         return reduce(DataFrame.unionByName, parts)
@@ -77,18 +83,23 @@ class Detection:
     def write(self, path: str | Path,
               tables: dict[str, DataFrame] | None = None) -> outputs.Written:
         """Run detection: one Spark job writes ``path/_table=anomalies`` (the anomaly
-        table) and ``path/_table=facts`` (state counts, judged identities, handovers,
-        latencies, and ``tables``); returns the facts and the metrics observed on the way."""
+        table), ``path/_table=facts`` (state counts, judged identities, handovers,
+        latencies, and ``tables``) and ``path/_table=evidence`` (evidence_table.publish
+        makes the published table of it); returns the facts and the metrics observed on
+        the way."""
         self.plan(tables).write.mode("overwrite").partitionBy("_table").parquet(str(path))
         return outputs.read_written(str(path), self.observations)
 
-    def write_anomalies(self, path: str | Path,
-                        tables: dict[str, DataFrame] | None = None) -> outputs.Written:
-        """:meth:`write`, for callers that read the anomaly table at ``path`` itself (the
-        facts, read at once, leave with the scratch folder: it is not published)."""
+    def write_anomalies(self, path: str | Path, tables: dict[str, DataFrame] | None = None,
+                        evidence: str | Path | None = None) -> outputs.Written:
+        """:meth:`write`, for callers that read the anomaly table at ``path`` itself; with
+        ``evidence``, the published evidence table is written there (pyarrow, no job). The
+        facts, read at once, leave with the scratch folder: it is not published."""
         scratch = Path(str(path) + ".detection")
         written = self.write(scratch, tables)
         outputs.move_anomalies(written, str(path))
+        if evidence is not None:
+            evidence_table.publish(written.root, evidence)
         shutil.rmtree(scratch, ignore_errors=True)
         return written
 
@@ -102,7 +113,8 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         if facts.group_ids else frames["events"].limit(0)
     observations = outputs.observations()
     sends = outputs.observe_sends(frames["sends"], window, observations)
-    pass2, identities = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
+    by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
+    pass2, identities = by_key.exchanged, by_key.identities
     pairs = routes.of_kind(pass2, keyed.P)
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
@@ -123,4 +135,6 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         *outputs.latencies(routes.of_kind(pass3, consumer.X_)),
     ])
     return Detection(anomalies=anomalies, facts_rows=facts_rows, facts=facts, pairs=pairs,
+                     evidence_rows=evidence_table.evidence_rows(
+                         by_key, anomalies, events, send_errors=not config.pseudonymise),
                      observations=observations)

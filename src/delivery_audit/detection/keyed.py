@@ -24,6 +24,8 @@ in a partition (write_reorder) and the key moves (key_partition_split: the first
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -79,10 +81,14 @@ def _mask_count(facts: Facts) -> int:
 # -- the rows in ---------------------------------------------------------------------
 
 _KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
+# the last fields of each leaf (ack_ts, producer_id, error; generation) only travel to the
+# published evidence (evidence_table.py)
 _SB = {"send_ts": "timestamp", "attempt": "int", "status": "string", "idempotent": "boolean",
-       "inside": "boolean", "below": "boolean", "timestamp": "timestamp"}
+       "inside": "boolean", "below": "boolean", "timestamp": "timestamp",
+       "ack_ts": "timestamp", "producer_id": "string", "error": "string"}
 _LM = {"group_id": "string", "member_id": "string", "started_ts": "timestamp",
-       "finished_ts": "timestamp", "outcome": "string", "_mask": "int", "_mark": "bigint"}
+       "finished_ts": "timestamp", "outcome": "string", "_mask": "int", "_mark": "bigint",
+       "generation": "int"}
 
 
 def _aligned(df: DataFrame, side: int, columns: dict[str, str], given: dict[str, X]) -> DataFrame:
@@ -104,7 +110,8 @@ def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
     return _aligned(sends, SEND, _SB, {
         **_KEY_PARTS,
         "send_ts": S.col("send_ts"), "attempt": S.col("attempt"), "status": S.col("status"),
-        "idempotent": S.col("idempotent"),
+        "idempotent": S.col("idempotent"), "ack_ts": S.col("ack_ts"),
+        "producer_id": S.col("producer_id"), "error": S.col("error"),
         "inside": acked & (S.col("offset") >= S.raw(f"{r.sql}.lo"))
         & (S.col("offset") < S.raw(f"{r.sql}.hi")),
         "below": acked & (S.col("offset") < S.raw(f"{r.sql}.lo")),
@@ -113,10 +120,11 @@ def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
 
 def _broker_rows(broker: DataFrame) -> DataFrame:
     return _aligned(broker.filter(F.col("seq").isNotNull()), BROKER, _SB,
-                    {**_KEY_PARTS, "timestamp": S.col("timestamp")})
+                    {**_KEY_PARTS, "timestamp": S.col("timestamp"),
+                     "producer_id": S.col("producer_id")})
 
 
-_LEDGER = ("group_id", "member_id", "started_ts", "finished_ts", "outcome")
+_LEDGER = ("group_id", "member_id", "started_ts", "finished_ts", "outcome", "generation")
 
 
 def _ledger_given(key_null: X, key_v: X, seq: X) -> dict[str, X]:
@@ -352,10 +360,18 @@ def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
              S.col("topic"), _ANYWHERE, success)])
 
 
+@dataclass(frozen=True)
+class KeyedPass:
+    exchanged: DataFrame  # the pass's routed rows, exchanged for pass 2
+    identities: DataFrame  # a leaf: the judged counts read it
+    sends_broker: DataFrame  # the leaves by key: send and broker rows (_side SEND, BROKER)
+    ledger: DataFrame  # ledger rows and marks (_side LEDGER, MARK)
+
+
 def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditConfig,
-               facts: Facts) -> tuple[DataFrame, DataFrame]:
-    """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2; and the
-    identities (a leaf: the judged counts read it)."""
+               facts: Facts) -> KeyedPass:
+    """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2; the
+    identities and the pass's two leaves (the published evidence reads them)."""
     ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
         if facts.group_ids else frames["ledger"].limit(0)
     sb = _leaf(_send_rows(frames["sends"], facts).unionByName(_broker_rows(frames["broker"])))
@@ -364,4 +380,4 @@ def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditC
     out = (_identity_rows(ids, config, facts)
            .unionByName(_copy_rows(sb, ids))
            .unionByName(_ledger_out(lm, sb, ids)))
-    return routes.exchange(out), ids
+    return KeyedPass(routes.exchange(out), ids, sb, lm)
