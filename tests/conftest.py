@@ -11,15 +11,20 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
 
+# the SQL settings every test module starts from (an audit run by a test re-applies the
+# engine's defaults and tunes the session for its input; an audit that fails before tuning
+# would leave the defaults behind, and a later module's job counts would depend on order)
+TEST_SQL_CONF = {"spark.sql.shuffle.partitions": "2",
+                 # tiny frames: as the audit does below 1 GiB staged (spark.py)
+                 "spark.sql.adaptive.enabled": "false"}
+
+
 @pytest.fixture(scope="session")
 def spark():
     from delivery_audit.spark import get_spark
 
     session = get_spark("delivery-audit-tests", master="local[2]",
-                        conf={"spark.sql.shuffle.partitions": "2",
-                              "spark.default.parallelism": "2",
-                              # tiny frames: as the audit does below 1 GiB staged (spark.py)
-                              "spark.sql.adaptive.enabled": "false",
+                        conf={**TEST_SQL_CONF, "spark.default.parallelism": "2",
                               # one JVM serves every test: room for the audits, and cached
                               # blocks that execution may evict (UNABLE_TO_ACQUIRE_MEMORY)
                               "spark.driver.memory": "6g",
@@ -44,6 +49,12 @@ def release_cached_frames() -> None:
 def _release_cached_frames_after_module():
     yield
     release_cached_frames()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:  # the next module starts from the tests' settings
+        for key, value in TEST_SQL_CONF.items():
+            active.conf.set(key, value)
 
 
 # The hostile input's plain audit, shared by test_security.py and test_privacy.py. Defined
