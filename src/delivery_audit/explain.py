@@ -26,6 +26,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .core.timefmt import instant, iso_z
+
 PER_ANOMALY = 5000  # detection/evidence_table.PER_ANOMALY (that module imports Spark)
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "info": 3}
 KIND_RANK = {"send": 0, "broker": 1, "event": 2, "eviction": 3, "rebalance": 4,
@@ -253,16 +255,16 @@ class Story:
             who = [f"out: {', '.join(r['members_out'])}"] if r.get("members_out") else []
             if r.get("members_in"):
                 who.append(f"in: {', '.join(r['members_in'])}")
-            detail = [f"until {_clock(_parse(r['end']))} ({r['duration_ms']:,} ms)",
+            detail = [f"until {_clock(instant(r['end']))} ({r['duration_ms']:,} ms)",
                       r.get("trigger") or ""]
             if r.get("relation"):
                 detail.append(r["relation"])
             gen = f" → generation {r['generation']}" if r.get("generation") is not None else ""
-            out.append(_entry(_parse(r["start"]), "rebalance",
+            out.append(_entry(instant(r["start"]), "rebalance",
                               f"{r['group_id']}: rebalance{gen}", "; ".join(who), "",
                               [d for d in detail if d]))
         for v in self.evictions:
-            out.append(_entry(_parse(v["left_at"]), "eviction",
+            out.append(_entry(instant(v["left_at"]), "eviction",
                               f"{v['group_id']}: {v['member_id']} evicted "
                               f"({v.get('diagnosis') or 'no diagnosis'})", v["member_id"], "",
                               [v.get("evidence") or ""]))
@@ -294,8 +296,6 @@ def _where(r: dict[str, Any]) -> str:
     return f"{r['topic']}-{r['partition']}{at}"
 
 
-def _parse(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
 def _clock(dt: datetime | None) -> str:
@@ -310,7 +310,7 @@ def _ms(a: datetime, b: datetime) -> str:
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return iso_z(value, "milliseconds")
     if isinstance(value, dict):
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -379,7 +379,7 @@ def compose(pub: Published, identity: Identity, around: timedelta) -> Story:
         interval = ((section.get("settings") or {}).get("max.poll.interval.ms") or {}) \
             .get("value")
         for r in section.get("timeline") or []:
-            start, end = _parse(r["start"]), _parse(r["end"]) or _parse(r["start"])
+            start, end = instant(r["start"]), instant(r["end"]) or instant(r["start"])
             names = set(r.get("partitions") or [])
             touches = not names or "…" in names or any(
                 f"{topic}-{p}" in names for p in partitions)
@@ -387,7 +387,7 @@ def compose(pub: Published, identity: Identity, around: timedelta) -> Story:
                 story.rebalances.append({"group_id": g, **r,
                                          "relation": _relation(start, mine_g, interval)})
         story.evictions += [{"group_id": g, **v} for v in section.get("evictions") or []
-                            if (t := _parse(v.get("left_at"))) and lo <= t <= hi]
+                            if (t := instant(v.get("left_at"))) and lo <= t <= hi]
     return story
 
 
@@ -556,7 +556,7 @@ def render(answer: Answer, console: Any) -> None:
         for r in s.rebalances:
             if r.get("relation"):
                 console.print(f"[bold magenta]{escape(r['group_id'])}: the rebalance at "
-                              f"{_clock(_parse(r['start']))} ({escape(r.get('trigger') or '')})"
+                              f"{_clock(instant(r['start']))} ({escape(r.get('trigger') or '')})"
                               f" lies {escape(r['relation'])}[/]", highlight=False)
     for g in answer.gaps:
         console.print(f"seq_gap of key {escape(str(g['key']))}: seq {g['seq']}"

@@ -3,7 +3,7 @@ files import it at parse time, so nothing heavy may come in with it).
 
 * ``globs``: which files an input pattern means (local paths and S3 keys);
 * ``window``: the audit window, durations, window ids and the grace precedence;
-* ``timefmt``: instants as ISO-8601 text in UTC with ``Z``;
+* ``timefmt``: instants as ISO-8601 text in UTC with ``Z``, and read back;
 * ``s3uri``: ``s3://bucket/key`` split into bucket and key;
 * ``process``: whether a PID is alive;
 * ``manifest``: a published report's ``_manifest.json`` (the model the publisher writes,

@@ -3,10 +3,10 @@ them, their ISO text) and numbers as the report's prose writes them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from pyspark.sql import Column
 from pyspark.sql import functions as F
+
+from ..core.timefmt import iso_z_ms
 
 
 def millis(col: str) -> Column:
@@ -18,8 +18,7 @@ def iso(ms: int | None) -> str | None:
     """Epoch milliseconds as ISO-8601 UTC, always with milliseconds (``…T10:00:00.000Z``)."""
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds") \
-        .replace("+00:00", "Z")
+    return iso_z_ms(ms, "milliseconds")
 
 
 def num(n: float | int | None) -> str:

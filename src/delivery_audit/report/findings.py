@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..anomalies import BY_NAME, SEVERITIES
+from ..core.timefmt import epoch_ms, iso_z_ms
 
 FINDING_SEVERITY = {"critical": "critical", "high": "warning", "medium": "warning",
                     "info": "info"}
@@ -82,22 +83,12 @@ def ordered(findings: list[Finding]) -> list[dict[str, Any]]:
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds") \
-        .replace("+00:00", "Z")
+    return iso_z_ms(ms, "milliseconds")
 
 
 def ms_of(value: Any) -> int | None:
     """An ISO-8601 instant (``Z`` or an offset; naive = UTC) as epoch ms; None if not one."""
-    if not value:
-        return None
-    try:
-        s = str(value)
-        dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return int(dt.timestamp() * 1000)
+    return epoch_ms(value)
 
 
 class Clock:

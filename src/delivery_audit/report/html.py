@@ -8,13 +8,15 @@ chart geometry is computed here as plain numbers and the template writes the SVG
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from importlib import resources
 from typing import Any
 
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 
 from delivery_audit.anomalies import ANOMALIES, BY_NAME, SEVERITIES, STATES
+
+from ..core.timefmt import instant
 
 SEVERITY_COLOURS = {"critical": "#b91c1c", "high": "#ea580c", "medium": "#ca8a04",
                     "warning": "#d97706", "info": "#2563eb"}
@@ -67,21 +69,6 @@ def _env() -> Environment:
     return env
 
 
-def _parse_ts(value: Any) -> datetime | None:
-    """An aware UTC datetime (naive values are taken as UTC), or None."""
-    if isinstance(value, datetime):
-        dt = value
-    elif not value:
-        return None
-    else:
-        try:
-            s = str(value)
-            dt = datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith("Z") else s)
-        except ValueError:
-            return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
 
 
 # --------------------------------------------------------------------------- charts
@@ -92,8 +79,8 @@ def timeline_chart(insights: dict, width: int = 1180, height: int = 260,
     """Stacked bars of anomaly units per hour, with rebalance markers as vertical lines and
     the narrative's findings (those with an ``at``) as labelled markers above the plot."""
     tl = insights.get("timeline") or {}
-    start, end = _parse_ts(tl.get("start")), _parse_ts(tl.get("read_until") or tl.get("end"))
-    window_end = _parse_ts(tl.get("end"))
+    start, end = instant(tl.get("start")), instant(tl.get("read_until") or tl.get("end"))
+    window_end = instant(tl.get("end"))
     if start is None or end is None or end <= start:
         return None
     findings = narrative_markers(narrative)
@@ -107,7 +94,7 @@ def timeline_chart(insights: dict, width: int = 1180, height: int = 260,
 
     per_hour: dict[datetime, list[tuple[str, int]]] = {}
     for s in tl.get("series") or []:
-        h = _parse_ts(s.get("hour"))
+        h = instant(s.get("hour"))
         if h is not None:
             per_hour.setdefault(h, []).append((str(s.get("anomaly")), int(s.get("units") or 0)))
     ymax = max([sum(u for _, u in v) for v in per_hour.values()] or [0])
@@ -124,7 +111,7 @@ def timeline_chart(insights: dict, width: int = 1180, height: int = 260,
                          "title": f"{h:%Y-%m-%d %H:00} UTC — {name}: {units:,}"})
     markers = []
     for m in insights.get("rebalance_markers") or []:
-        ts = _parse_ts(m.get("minute"))
+        ts = instant(m.get("minute"))
         if ts is None or not (start <= ts < end):
             continue
         events = ", ".join(f"{k}×{v}" for k, v in (m.get("events") or {}).items())
@@ -175,13 +162,13 @@ def narrative_markers(narrative: list | None) -> list[dict]:
     for i, f in enumerate(narrative or []):
         if not isinstance(f, dict):
             continue
-        at = _parse_ts(f.get("at"))
+        at = instant(f.get("at"))
         if at is None:
             continue
         sev = str(f.get("severity") or "info")
         out.append({"id": str(f.get("id") or f"f{i + 1}"), "severity": sev,
                     "colour": SEVERITY_COLOURS.get(sev, "#475569"),
-                    "at_ts": at, "until_ts": _parse_ts(f.get("until")),
+                    "at_ts": at, "until_ts": instant(f.get("until")),
                     "at": f"{at:%H:%M:%S}", "day": f"{at:%Y-%m-%d}",
                     "title": str(f.get("title") or f.get("cause") or ""),
                     "cause": str(f.get("cause") or "")})

@@ -57,13 +57,12 @@ import logging
 import re
 import statistics
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.manifest import MANIFEST, Manifest, ManifestError
 from ..core.s3uri import split_s3
-from ..core.timefmt import now_z
+from ..core.timefmt import instant, now_z
 from .local import local_lock, local_root, write_atomic
 from .lock import S3Lock
 from .retry import MISSING_CODES, error_code, with_retry
@@ -135,15 +134,10 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _instant(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
 
 
 def _order(row: dict[str, Any]) -> tuple:
-    start, end = _instant(row.get("start")), _instant(row.get("end"))
+    start, end = instant(row.get("start")), instant(row.get("end"))
     return (start is None, start.timestamp() if start else 0.0,
             end.timestamp() if end else 0.0, row["window_id"])
 
@@ -154,7 +148,7 @@ def merge(rows: list[dict[str, Any]], row: dict[str, Any]) -> list[dict[str, Any
 
 
 def _length(row: dict[str, Any]) -> float | None:
-    start, end = _instant(row.get("start")), _instant(row.get("end"))
+    start, end = instant(row.get("start")), instant(row.get("end"))
     return (end - start).total_seconds() if start and end else None
 
 

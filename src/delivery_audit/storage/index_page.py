@@ -20,6 +20,7 @@ from urllib.parse import quote
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 
 from ..anomalies import BY_NAME
+from ..core.timefmt import instant
 
 TEMPLATE = "index.html.j2"
 SEVERITY_COLOURS = {"critical": "#b91c1c", "high": "#ea580c", "medium": "#ca8a04",
@@ -48,16 +49,11 @@ def _env() -> Environment:
     return env
 
 
-def _instant(text: Any) -> datetime | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
-    except ValueError:
-        return None
 
 
 def window_label(row: dict[str, Any]) -> str:
     """'2026-11-19' for a whole UTC day, '2026-11-19 10:00 → 12:00' otherwise."""
-    start, end = _instant(row.get("start")), _instant(row.get("end"))
+    start, end = instant(row.get("start")), instant(row.get("end"))
     if start is None or end is None:
         return row["window_id"]
     if end - start == timedelta(days=1) and start.time() == datetime.min.time():
