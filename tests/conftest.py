@@ -71,3 +71,15 @@ from small_audit import small_audit  # noqa: E402, F401
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
 # pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+# Fixtures that run a whole audit: a test using one is an `audit` test (not in make
+# test-fast), wherever it lives.
+AUDIT_FIXTURES = {"small_audit", "plain_audit", "pseudo_audit", "two_runs"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if AUDIT_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.audit)
+

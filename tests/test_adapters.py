@@ -142,6 +142,7 @@ def test_bad_seq_rule_is_a_config_error(tmp_path):
              AuditConfig.from_dict({"adapters": {"seq": {"from": "regex"}}}))
 
 
+@pytest.mark.audit  # a whole detection / ingest: not in make test-fast
 def test_end_to_end_ingest_counts_and_quarantine_origin(spark, tmp_path):
     from delivery_audit.core.window import AuditWindow
     from delivery_audit.ingest import ingest, resolve

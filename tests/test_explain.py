@@ -141,6 +141,7 @@ def test_explain_reads_a_report_published_to_s3(small_audit, s3_endpoint, tmp_pa
 
 # -- the evidence of a detection on tiny frames ---------------------------------------
 
+@pytest.mark.audit  # a whole detection / ingest: not in make test-fast
 def test_evidence_is_written_in_detections_one_job_and_capped(spark, tmp_path, monkeypatch):
     """Sources read from Parquet, as the audit stages them (a scan is what the optimizer's
     runtime filters would pick: a Spark job each); at most PER_ANOMALY rows of an anomaly
