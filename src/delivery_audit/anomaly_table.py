@@ -3,7 +3,8 @@
 The report's features that need rows rather than counts (the offset strips of report.html,
 the remediation files) read the staged or published ``anomalies/`` folder here, after the
 audit's one write. Spark writes its timestamps as UTC instants without a zone (INT96);
-they come back as ``timestamp[us, tz=UTC]``, whatever the file's encoding.
+they come back as ``timestamp[us, tz=UTC]``, whatever the file's encoding (INT96 is read in
+microseconds: in nanoseconds, the far instants the contract accepts would overflow).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ _TYPES = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(),
 SCHEMA = pa.schema([pa.field(f.name, _TYPES[f.dataType.simpleString()], f.nullable)
                     for f in ANOMALY_SCHEMA.fields])
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
+# Parquet as Spark writes it: INT96 timestamps in microseconds (Spark's own unit)
+SPARK_PARQUET = ds.ParquetFileFormat(
+    read_options=ds.ParquetReadOptions(coerce_int96_timestamp_unit="us"))
 
 
 def _normalised(table: pa.Table) -> pa.Table:
@@ -45,7 +49,7 @@ def read_anomalies(path: str | Path, names: Iterable[str] | None = None) -> pa.T
     files = sorted(str(p) for p in root.glob("*.parquet")) if root.is_dir() else []
     if not files:
         return SCHEMA.empty_table()
-    dataset = ds.dataset(files, format="parquet")
+    dataset = ds.dataset(files, format=SPARK_PARQUET)
     flt = None
     if names is not None:
         flt = ds.field("anomaly").isin(sorted(set(names)))

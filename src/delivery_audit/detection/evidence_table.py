@@ -142,7 +142,8 @@ def publish(detection_root: str | Path, dest: str | Path) -> int:
     import pyarrow.parquet as pq
 
     source = Path(detection_root) / "_table=evidence"
-    parts = [pq.read_table(f) for f in sorted(source.glob("*.parquet"))] \
+    parts = [pq.read_table(f, coerce_int96_timestamp_unit="us")  # far instants
+             for f in sorted(source.glob("*.parquet"))] \
         if source.is_dir() else []
     schema = arrow_schema()
     columns: dict[str, pa.ChunkedArray | pa.Array] = {}

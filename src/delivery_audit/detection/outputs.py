@@ -160,7 +160,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     files = sorted(path.glob("*.parquet")) if path.is_dir() else []
     out: list[dict[str, Any]] = []
     for f in files:
-        out += pq.read_table(f).to_pylist()
+        out += pq.read_table(f, coerce_int96_timestamp_unit="us").to_pylist()
     return out
 
 
