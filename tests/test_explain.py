@@ -18,10 +18,10 @@ import pytest
 from s3_server import s3_endpoint  # noqa: F401 - the fixture
 from typer.testing import CliRunner
 
+from delivery_audit import anomaly_table
 from delivery_audit import explain as ex
 from delivery_audit.cli import app
 from delivery_audit.detection import evidence_table
-from delivery_audit.schemas import ANOMALY_SCHEMA
 
 
 def run(*args: str):
@@ -189,15 +189,8 @@ def evidence_row(source: str, **values) -> dict:
         "source": source}
 
 
-def arrow_anomaly_schema() -> pa.Schema:
-    """The anomaly table's columns as pyarrow reads them back (timestamps in UTC)."""
-    types = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(),
-             "timestamp": pa.timestamp("us", tz="UTC")}
-    return pa.schema([(f.name, types[f.dataType.simpleString()]) for f in ANOMALY_SCHEMA.fields])
-
-
 def anomaly_row(anomaly: str, **values) -> dict:
-    return {f.name: values.get(f.name) for f in arrow_anomaly_schema()} | {
+    return {f.name: values.get(f.name) for f in anomaly_table.SCHEMA} | {
         "anomaly": anomaly, "severity": values.get("severity", "high"), "units": 1}
 
 
@@ -259,7 +252,7 @@ def published() -> ex.Published:
         anomaly_row("lost_unacked", topic="t", key="k", seq=4),  # beyond the evidence's cap
     ]
     return ex.Published(
-        "mem", REPORT, pa.Table.from_pylist(anomalies, schema=arrow_anomaly_schema()),
+        "mem", REPORT, pa.Table.from_pylist(anomalies, schema=anomaly_table.SCHEMA),
         pa.Table.from_pylist(ev, schema=evidence_table.arrow_schema()))
 
 
