@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab]
 
 
 def test_lab_finds_the_rebalance_redelivery_and_diagnoses_the_poll_interval(spark, tmp_path):

@@ -22,7 +22,7 @@ from delivery_audit.core.window import AuditWindow
 from delivery_audit.ingest import ingest, resolve
 from delivery_audit.schemas import FIELDS, SOURCES
 
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))  # make fuzz: 100
 _PHASES = (Phase.explicit, Phase.generate) + (
     (Phase.shrink,) if os.environ.get("FUZZ_SHRINK") == "1" else ())
 
