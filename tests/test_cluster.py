@@ -35,7 +35,7 @@ from spark_cluster import REPO, cluster_lib, cluster_py_files, spark_cluster  # 
 
 from delivery_audit.core.submit import audit_submit
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
 DAY = "2026-11-19"
 JOB_TIMEOUT = 1500  # seconds; the machine is shared, CI stays well under
