@@ -156,12 +156,12 @@ def resolve_window() -> dict[str, Any]:
 @task.sensor(task_id="wait_for_inputs", poke_interval=INPUT_POKE_INTERVAL.total_seconds(),
              timeout=INPUT_WAIT_TIMEOUT.total_seconds(), mode="reschedule")
 def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
+    from delivery_audit.core.timefmt import instant
     from delivery_audit_airflow import uris as _uris
 
     uris = _uris.on(plan.get("aws_conn_id"))
     w = plan["window"]
-    ready_at = datetime.fromisoformat(w["end"].replace("Z", "+00:00")) + timedelta(
-        minutes=w["grace_minutes"])
+    ready_at = instant(w["end"]) + timedelta(minutes=w["grace_minutes"])
     if plan.get("wait_for_grace", True) and _now() < ready_at:
         print(f"window end + grace is {ready_at.isoformat()}: not yet")
         return PokeReturnValue(is_done=False)

@@ -15,12 +15,13 @@ datetimes or epoch ms).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from ..core.timefmt import epoch_ms
 
 ANY: Any = ...  # a filter value meaning "whatever it is" (None means "null")
 
@@ -34,17 +35,10 @@ _RECORD = ["group_id", "topic", "partition", "offset"]
 
 
 def _ms(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, int | float):
+    """Epoch ms as given, or an instant (datetime or ISO text) as epoch ms."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return int(value.timestamp() * 1000)
-    raise TypeError(f"not an instant: {value!r}")
+    return epoch_ms(value)
 
 
 def _epoch_ms(col: pa.ChunkedArray) -> pa.ChunkedArray:
