@@ -54,7 +54,7 @@ def test_dump_log_new_spelling(tmp_path):
     assert (r3["pid"], r3["producer_epoch"], r3["batch_sequence"]) == (7, 2, 5)
     assert r4["batch_sequence"] == 6  # baseSequence + (offset - baseOffset)
     assert counts["control_records"] == 1
-    assert counts["skipped_lines"] == 5  # Dumping, Log starting offset, 3 batch lines
+    assert counts["skipped_lines"] == 6  # Dumping, Log starting offset, 3 batch lines, marker
     bad = _bad(rows)
     assert [(b["__line"], b["__error"]) for b in bad] == [
         (11, "unrecognised dump-log line"), (12, "record line without a numeric offset")]

@@ -23,9 +23,9 @@ from . import (
     verifiable_producer,
 )
 from .options import Options, stem
-from .writer import RowWriter
+from .writer import LineAccount, RowWriter
 
-__all__ = ["ADAPTERS", "convert"]
+__all__ = ["ADAPTERS", "LineAccount", "convert"]
 
 ADAPTERS = {
     "kafka-verifiable-producer": verifiable_producer,
@@ -38,11 +38,13 @@ ADAPTERS = {
 
 
 def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir: Path,
-            config: AuditConfig, window=None) -> tuple[list[str], dict[str, int]]:
+            config: AuditConfig, window=None,
+            accounts: list[LineAccount] | None = None) -> tuple[list[str], dict[str, int]]:
     """Convert the files of one source; returns the written paths and extra counts.
 
     ``window`` (optional) gives the day of time-only log lines when the config's
-    ``adapters.date`` does not.
+    ``adapters.date`` does not. ``accounts``, when given, receives each file's
+    :class:`LineAccount` (what became of every line).
     """
     if fmt not in ADAPTERS:
         raise ValueError(f"no adapter for format {fmt!r} (one of {', '.join(ADAPTERS)})")
@@ -67,6 +69,8 @@ def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir
                 raise InputError(f"{origin}: cannot be read: {type(exc).__name__}: "
                                  f"{exc}") from exc
         written.append(str(target))
+        if accounts is not None:
+            accounts.append(writer.account())
         counts["adapter_rows"] = counts.get("adapter_rows", 0) + writer.rows
         counts["adapter_errors"] = counts.get("adapter_errors", 0) + writer.errors
         for k, v in writer.counts.items():

@@ -114,6 +114,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
+                w.skip(n, "blank")
                 continue
             ts, ts_problem, end = clock.parse(line)
             rest = line[end:]
@@ -137,7 +138,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             if prefix or _FOR_GROUP.search(rest):
                 ctx.last = who
             if not events:
-                w.count("skipped_lines")
+                w.skip(n, "unrelated_log_line")
                 continue
             if ts_problem:
                 w.error(n, ts_problem, line)
@@ -160,6 +161,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 seen = ctx.recent.get(dedup_key)
                 if seen is not None and abs(ts - seen) <= _DEDUP_MS:
                     w.count("duplicate_log_events")
+                    w.skip(n, "duplicate_log_event")
                     continue
                 ctx.recent[dedup_key] = ts
                 w.row(n, group_id=group, member_id=member, ts=ts, event=ev["event"],

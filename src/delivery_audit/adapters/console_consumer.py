@@ -49,9 +49,10 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
+                w.skip(n, "blank")
                 continue
             if line.startswith("Processed a total of "):
-                w.count("skipped_lines")
+                w.skip(n, "tool_summary")
                 continue
             parts = line.split(sep)
             ts: int | None = None

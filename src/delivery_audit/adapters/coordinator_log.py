@@ -116,11 +116,12 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     for n, line in open_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
+                w.skip(n, "blank")
                 continue
             ts, problem, end = clock.parse(line)
             events = _events(line[end:], opts)
             if not events:
-                w.count("skipped_lines")
+                w.skip(n, "unrelated_log_line")
                 continue
             if problem or ts is None:
                 w.error(n, problem or "no timestamp at the start of the line", line)

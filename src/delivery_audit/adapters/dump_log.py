@@ -110,21 +110,22 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
         with w.guard(n, line):
             text = line.strip()
             if not text:
+                w.skip(n, "blank")
                 continue
             m = _DUMPING.match(text)
             if m:
                 t, p = topic_partition_of(m.group("path").strip())
                 if t is not None:
                     topic, partition = t, p
-                w.count("skipped_lines")
+                w.recognise(n)
                 batch = None
                 continue
             if _START.match(text) or text.startswith(_SKIP_PREFIXES):
-                w.count("skipped_lines")
+                w.skip(n, "tool_header")
                 continue
             if text.startswith("baseOffset:"):
                 batch = _Batch(_lower_keys(_PAIR.findall(text)))
-                w.count("skipped_lines")
+                w.recognise(n)
                 continue
             record = text[1:].lstrip() if text.startswith("|") else text
             if not record.startswith("offset:"):
@@ -137,6 +138,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             value_size = _num(fields, "valuesize")
             if control or (batch is not None and batch.control):
                 w.count("control_records")
+                w.skip(n, "control_record")
                 continue
             if offset is None:
                 w.error(n, "record line without a numeric offset", line)

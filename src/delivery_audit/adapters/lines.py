@@ -33,6 +33,7 @@ def open_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str]]:
     with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape",
                           newline=None) as fh:
         for n, line in enumerate(fh, start=1):
+            w.lines = n
             line = line.rstrip("\r\n")
             bad = _ESCAPED.search(line)
             if bad is not None:
@@ -48,6 +49,7 @@ def json_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str, dict[str, An
     is skipped, any other line becomes an error row."""
     for n, line in open_lines(path, w):
         if not line.strip():
+            w.skip(n, "blank")
             continue
         obj, why = json_object(line)
         if obj is None:

@@ -41,7 +41,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 if not isinstance(name, str):
                     w.error(n, "no event 'name'", line)
                 else:
-                    w.count("skipped_lines")
+                    w.skip(n, f"tool_event:{name}")
                 continue
             if ts is None:
                 w.error(n, "no epoch-ms 'timestamp'", line)
@@ -61,7 +61,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 w.error(n, f"'{field}' is not a list of objects", line)
                 continue
             if not parts:
-                w.count("skipped_lines")  # an empty assignment/commit changes nothing
+                w.skip(n, f"empty:{name}")  # an empty assignment/commit changes nothing
                 continue
             if name == "offsets_committed":
                 ok = obj.get("success", True) is not False

@@ -24,7 +24,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
         with w.guard(n, line):
             name = obj.get("name")
             if name in NOT_ROWS:
-                w.count("skipped_lines")
+                w.skip(n, f"tool_event:{name}")
                 continue
             if name not in ("producer_send_success", "producer_send_error"):
                 w.error(n, f"unknown verifiable-producer event {str(name)[:40]!r}", line)

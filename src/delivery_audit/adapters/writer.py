@@ -1,12 +1,19 @@
 """The canonical JSON Lines writer every adapter writes through: one file per input file,
 each row with the original file and line (``__file``, ``__line``), a line it cannot
-convert as an error row (``__error``, ``__raw``)."""
+convert as an error row (``__error``, ``__raw``).
+
+It also accounts for every line of the input (issue 15: no line silently dropped): a line
+is *recognised* (it gave a row, or the adapter read something from it: a batch header, a
+``Dumping`` line), *skipped* with a kind (``w.skip(n, "unrelated_log_line")``) or an
+*error* row. :attr:`RowWriter.lines` is what ``open_lines`` read; a line the adapter never
+classified is ``unaccounted`` (a bug in the adapter: the wild-sample tests assert none)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +31,27 @@ def written_by_adapter(path: str) -> bool:
     return str(path) in _WRITTEN
 
 
+@dataclass
+class LineAccount:
+    """What became of every line of one input file."""
+
+    origin: str
+    path: str  # the canonical JSON Lines written
+    lines: int
+    rows: int
+    recognised: int
+    error_lines: int
+    skipped: dict[str, int] = field(default_factory=dict)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason), first 100
+
+    def account(self) -> LineAccount:
+        return LineAccount(self.origin, str(self.path), self.lines, self.rows, self.recognised,
+                           self.error_lines, dict(self.skipped), list(self._errors))
+
+
+ERRORS_KEPT = 100
+
+
 class RowWriter:
     """Writes canonical rows of one source as JSON Lines, each with __file and __line."""
 
@@ -35,11 +63,48 @@ class RowWriter:
         self.rows = 0
         self.errors = 0
         self.counts: dict[str, int] = {}
+        self.lines = 0  # lines read (open_lines counts them)
+        self.recognised = 0
+        self.error_lines = 0
+        self.skipped: dict[str, int] = {}
+        self._seen = bytearray()  # one bit per line number: already classified
+        self._errors: list[tuple[int, str]] = []
         path.parent.mkdir(parents=True, exist_ok=True)
         # a lone surrogate (JSON "\ud800" in the input) cannot be encoded: written as the
         # same JSON escape, inside the string it came from
         self._fh = open(path, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
         _WRITTEN.add(str(path))
+
+    def _first(self, line_no: int) -> bool:
+        """Whether ``line_no`` is classified now for the first time (and mark it)."""
+        if line_no <= 0:
+            return False
+        byte, bit = divmod(line_no, 8)
+        if byte >= len(self._seen):
+            self._seen.extend(bytes(max(byte + 1 - len(self._seen), len(self._seen))))
+        if self._seen[byte] & (1 << bit):
+            return False
+        self._seen[byte] |= 1 << bit
+        return True
+
+    def recognise(self, line_no: int) -> None:
+        """The adapter read this line (a header, a context line) without a row of its own
+        (for the report it is one of the ``skipped_lines``: not a row)."""
+        if self._first(line_no):
+            self.recognised += 1
+            self.count("skipped_lines")
+
+    def skip(self, line_no: int, kind: str) -> None:
+        """The line is legitimately not a row: counted under ``kind`` (and, unless blank,
+        under the extra count ``skipped_lines``, which the report shows)."""
+        if self._first(line_no):
+            self.skipped[kind] = self.skipped.get(kind, 0) + 1
+            if kind != "blank":
+                self.count("skipped_lines")
+
+    def account(self) -> LineAccount:
+        return LineAccount(self.origin, str(self.path), self.lines, self.rows, self.recognised,
+                           self.error_lines, dict(self.skipped), list(self._errors))
 
     def row(self, line_no: int, **values: Any) -> None:
         unknown = set(values) - set(self.names)
@@ -50,6 +115,8 @@ class RowWriter:
         obj["__line"] = line_no
         self._fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.rows += 1
+        if self._first(line_no):
+            self.recognised += 1
 
     def error(self, line_no: int, reason: str, raw: str) -> None:
         obj = {n: None for n in self.names}
@@ -58,6 +125,10 @@ class RowWriter:
         self._fh.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.rows += 1
         self.errors += 1
+        if self._first(line_no):
+            self.error_lines += 1
+        if len(self._errors) < ERRORS_KEPT:
+            self._errors.append((line_no, reason))
 
     def count(self, name: str, n: int = 1) -> None:
         self.counts[name] = self.counts.get(name, 0) + n
