@@ -1,5 +1,7 @@
 """The simulator's commands: `generate` (a day of delivery logs with known faults and their
-truth) and `lab` (a real rebalance on a local mock Kafka cluster, recorded and audited).
+truth) and `lab` (a real rebalance, or with `--scenario transactions` a transactional
+producer and consumers in both isolation levels, on a local mock Kafka cluster, recorded
+and audited).
 They run as `delivery-audit-sim …` and, when this package is installed, as `delivery-audit
 generate` / `delivery-audit lab`."""
 

@@ -1,5 +1,6 @@
 """`delivery-audit lab`: a real rebalance on a real Kafka-protocol broker, recorded and
-audited end to end.
+audited end to end (`--scenario rebalance`, the default; `--scenario transactions` is
+lab_txn.py).
 
 1. starts librdkafka's mock cluster (shipped inside the confluent-kafka wheel, reached
    through its C API with ctypes) on 127.0.0.1 and creates a 2-partition topic;
@@ -277,7 +278,14 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
     return LabResult(workdir, result.destination, result.report, files, notes)
 
 
+SCENARIOS = ("rebalance", "transactions")
+
+
 def lab_command(
+    scenario: Annotated[str, typer.Option(
+        help="rebalance (a member evicted by max.poll.interval.ms) or transactions "
+             "(a transactional producer, read_committed and read_uncommitted groups)")
+    ] = "rebalance",
     workdir: Annotated[Path, typer.Option(help="where recordings and reports go")] = Path(
         "delivery-audit-lab"),
     messages: Annotated[int, typer.Option(help="messages to produce")] = 40,
@@ -286,8 +294,16 @@ def lab_command(
         help="max.poll.interval.ms (and session.timeout.ms) of the group")] = 6000,
     stall_ms: Annotated[int, typer.Option(
         help="how long the slow member stalls on one record")] = 9000,
+    transactions: Annotated[int, typer.Option(
+        min=2, help="transactions to run (scenario transactions)")] = 8,
 ) -> None:
-    """Run a real rebalance on a local mock Kafka cluster, record it and audit it."""
+    """Run a real rebalance (or transactions) on a local mock Kafka cluster, record it
+    and audit it."""
+    if scenario not in SCENARIOS:
+        raise typer.BadParameter(f"--scenario is one of {', '.join(SCENARIOS)}")
+    if scenario == "transactions":
+        _transactions_command(workdir, transactions)
+        return
     if stall_ms <= poll_interval_ms:
         raise typer.BadParameter("--stall-ms must exceed --poll-interval-ms")
     try:
@@ -303,6 +319,19 @@ def lab_command(
                + ", ".join(f"{e['member_id']}={e['diagnosis']}"
                            for e in reb.get("evictions", [])))
     typer.echo(f"recordings: {res.workdir / 'recordings'}")
+    typer.echo(f"report: {res.destination}/report.html")
+
+
+def _transactions_command(workdir: Path, transactions: int) -> None:
+    from .lab_txn import run_transactions_lab, summary
+
+    try:
+        res = run_transactions_lab(workdir, transactions=transactions, echo=typer.echo)
+    except BrokerUnavailable as exc:
+        typer.echo(f"error: cannot start the lab broker: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(summary(res.report))
+    typer.echo(f"recordings: {res.recording.workdir / 'recordings'}")
     typer.echo(f"report: {res.destination}/report.html")
 
 

@@ -23,6 +23,12 @@ canonical JSON Lines (sends, ledger, events) while the application runs.
 
 * delivery callbacks → ``sends`` rows (acked with partition/offset and ack_ts; failed, or
   timeout for message timeouts, with the error);
+* a transactional producer (``transactional.id``; ``begin_transaction`` …
+  ``commit_transaction`` / ``abort_transaction`` on the recorder): the transaction's sends
+  are held until it ends, then written ``acked`` (committed) or ``aborted`` (partition and
+  offset from the delivery report when there was one), each with ``transactional_id``;
+* ledger rows carry the consumer's ``isolation`` (``isolation.level``, librdkafka's default
+  read_committed);
 * ``on_assign`` / ``on_revoke`` / ``on_lost`` → ``assigned`` / ``revoked`` / ``lost``
   events per partition (your own callbacks still run);
 * synchronous commit results and the ``on_commit`` callback → ``commit`` (the committed
@@ -49,6 +55,20 @@ from pathlib import Path
 from typing import Any
 
 from delivery_audit.schemas import FIELDS
+
+# Contract §9 (transactions) fields the recorders write; an engine that does not know them
+# yet reads them as unknown fields (ignored). Kept here until schemas.FIELDS has them all.
+TXN_FIELDS: dict[str, tuple[str, ...]] = {
+    "sends": ("transactional_id",),
+    "broker": ("transactional", "control"),
+    "ledger": ("isolation",),
+}
+
+
+def field_names(source: str) -> list[str]:
+    """The canonical fields of a source, §9's included."""
+    names = [f.name for f in FIELDS[source]]
+    return names + [n for n in TXN_FIELDS.get(source, ()) if n not in names]
 
 
 def now_ms() -> int:
@@ -77,7 +97,7 @@ class Recorder:
         return self.directory / f"{self.name}.{source}.jsonl"
 
     def write(self, source: str, **values: Any) -> None:
-        names = [f.name for f in FIELDS[source]]
+        names = field_names(source)
         unknown = set(values) - set(names)
         if unknown:
             raise ValueError(f"not {source} fields: {sorted(unknown)}")
@@ -118,10 +138,14 @@ class RecordingProducer:
         self._producer = Producer(config)
         self.recorder = recorder
         self.producer_id = producer_id or config.get("client.id") or recorder.name
-        self.idempotent = str(config.get("enable.idempotence", "false")).lower() == "true"
+        self.transactional_id = _text(config.get("transactional.id"))
+        # a transactional producer is idempotent (librdkafka enables it)
+        self.idempotent = self.transactional_id is not None or \
+            str(config.get("enable.idempotence", "false")).lower() == "true"
         self.seq_header = seq_header
         self._next_seq: dict[tuple[str, str | None], int] = defaultdict(int)
         self._lock = threading.Lock()
+        self._txn: list[dict[str, Any]] | None = None  # the open transaction's sends
 
     def next_seq(self, topic: str, key: str | None) -> int:
         with self._lock:
@@ -144,10 +168,27 @@ class RecordingProducer:
             hdrs.append((self.seq_header, str(seq).encode()))
         sent = now_ms()
 
+        pending: dict[str, Any] | None = None
+        if self._txn is not None:
+            pending = dict(send_ts=sent, topic=topic, key=key_s, seq=seq, attempt=attempt,
+                           producer_id=self.producer_id, idempotent=self.idempotent,
+                           transactional_id=self.transactional_id)
+            with self._lock:
+                self._txn.append(pending)
+
         def delivered(err, msg) -> None:
+            if pending is not None:  # written when the transaction ends
+                pending["ack_ts"] = now_ms()
+                if err is None:
+                    pending.update(partition=msg.partition(), offset=msg.offset())
+                else:
+                    pending["error"] = f"{err.name()}: {err.str()}"
+                if on_delivery is not None:
+                    on_delivery(err, msg)
+                return
             base = dict(send_ts=sent, topic=topic, key=key_s, seq=seq, ack_ts=now_ms(),
                         attempt=attempt, producer_id=self.producer_id,
-                        idempotent=self.idempotent)
+                        idempotent=self.idempotent, transactional_id=self.transactional_id)
             if err is None:
                 self.recorder.write("sends", status="acked", partition=msg.partition(),
                                     offset=msg.offset(), **base)
@@ -162,6 +203,40 @@ class RecordingProducer:
         self._producer.produce(topic, value=value, key=key, headers=hdrs or None,
                                on_delivery=delivered, **kwargs)
         return seq
+
+    # transactions -------------------------------------------------------------------
+    def begin_transaction(self) -> None:
+        """As Producer.begin_transaction; the sends until commit/abort are held back."""
+        self._producer.begin_transaction()
+        with self._lock:
+            self._txn = []
+
+    def commit_transaction(self, timeout: float = 30.0) -> None:
+        """As Producer.commit_transaction; once it succeeded, the transaction's sends are
+        written `acked` (ack_ts: the commit). If it raises, the sends stay held: abort."""
+        self._producer.commit_transaction(timeout)
+        self._producer.poll(0)
+        self._end_transaction(committed=True)
+
+    def abort_transaction(self, timeout: float = 30.0) -> None:
+        """As Producer.abort_transaction; the transaction's sends are written `aborted`,
+        with the partition and offset of their delivery report when they had one."""
+        self._producer.abort_transaction(timeout)
+        self._producer.flush(timeout)  # serves the purged messages' delivery reports
+        self._end_transaction(committed=False)
+
+    def _end_transaction(self, committed: bool) -> None:
+        ended = now_ms()
+        with self._lock:
+            rows, self._txn = self._txn or [], None
+        for row in rows:
+            row = dict(row, ack_ts=ended)
+            if not committed:
+                self.recorder.write("sends", status="aborted", **row)
+            elif row.get("error") is None and row.get("offset") is not None:
+                self.recorder.write("sends", status="acked", **row)
+            else:  # cannot happen after a successful commit; recorded, never dropped
+                self.recorder.write("sends", status="failed", **row)
 
     def close(self, timeout: float = 30.0) -> int:
         """Flush and release the client; returns the messages still undelivered."""
@@ -181,6 +256,8 @@ class RecordingConsumer:
         from confluent_kafka import Consumer
 
         self.group_id = str(config["group.id"])
+        # librdkafka's default isolation.level is read_committed
+        self.isolation = str(config.get("isolation.level", "read_committed")).lower()
         self.member_id = member_id or config.get("client.id") or recorder.name
         self.recorder = recorder
         self.seq_header = seq_header
@@ -307,7 +384,7 @@ class RecordingConsumer:
         self.recorder.write("ledger", group_id=self.group_id, member_id=self.member_id,
                             topic=msg.topic(), partition=msg.partition(), offset=msg.offset(),
                             key=_text(msg.key()), seq=self._seq(msg), started_ts=started,
-                            finished_ts=finished, outcome=outcome)
+                            finished_ts=finished, outcome=outcome, isolation=self.isolation)
 
     @contextmanager
     def processing(self, msg) -> Iterator[None]:
