@@ -267,11 +267,13 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
         if len(key.encode("utf-8")) != key_size:
             m_key = re.compile(r"(?:^|\s)key:\s?").search(record, len(head))
             exact = _key_by_size(record, m_key.end(), key_size) if m_key else None
-            if exact is not None:
+            rest = record[m_key.end() + len(exact):] if exact is not None else ""
+            m_p = re.match(r"\s*payload:\s?", rest)
+            if exact is not None and m_p:
+                # the key itself contains " payload: ": cut by its size. Otherwise the
+                # printed key is not the raw bytes (a decoder's rendering): kept as printed
                 key = exact
-                rest = record[m_key.end() + len(exact):]
-                m_p = re.match(r"\s*payload:\s?", rest)
-                payload = rest[m_p.end():] if m_p else payload
+                payload = rest[m_p.end():]
     elif key_size is not None and key_size < 0:
         key = None
     if payload is None and opts.seq.source != "header" and (value_size or 0) >= 0:

@@ -14,7 +14,9 @@ from .writer import RowWriter
 
 _LOG4J = re.compile(r"^\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\] "
                     r"(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) ")
-_ELIDED = re.compile(r"^(?:\.{3,}|…+|\[\.\.\.\]|\(\.\.\.\)|\(snip\)|<snip>)$", re.IGNORECASE)
+# "...", "…", "[...]", "(snip)", and the same after a comment sign ("# ...", "// ...")
+_ELIDED = re.compile(r"^(?:#|//)?\s*(?:\.{3,}|…+|\[\.\.\.\]|\(\.\.\.\)|\(snip\)|<snip>)$",
+                     re.IGNORECASE)
 
 
 def is_log4j(text: str) -> bool:
@@ -23,7 +25,8 @@ def is_log4j(text: str) -> bool:
 
 
 def is_elided(text: str) -> bool:
-    """A line that stands for lines left out of a paste (``...``, ``…``, ``(snip)``)."""
+    """A line that stands for lines left out of a paste (``...``, ``…``, ``(snip)``,
+    ``# ...``)."""
     return bool(_ELIDED.match(text.strip()))
 
 
