@@ -279,3 +279,17 @@ baseOffset: 0 lastOffset: 0 count: 1 baseSequence: 0 lastSequence: 0 producerId:
     assert bad == []
     assert [(r["offset"], r["key"], r["seq"], r["pid"], r["batch_sequence"]) for r in ok] == [
         (0, "k", 42, 12, 0)]
+
+
+def test_dump_log_marker_spellings(tmp_path):
+    # "controlType: COMMIT" (the 0.11 pre-release spelling) and "endTxnMarker: ABORT"
+    text = """\
+Dumping /data/t-2/00000000000000000000.log
+offset: 9 position: 0 CreateTime: 5 isvalid: true keysize: 4 valuesize: 6 magic: 2 compresscodec: NONE producerId: 3 producerEpoch: 1 sequence: -1 isTransactional: true headerKeys: [] controlType: COMMIT coordinatorEpoch: 0
+offset: 10 position: 78 CreateTime: 6 isvalid: true keysize: 4 valuesize: 6 magic: 2 compresscodec: NONE producerId: 3 producerEpoch: 1 sequence: -1 isTransactional: true headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 0
+"""
+    ok, bad, counts, _ = _run(tmp_path, "kafka-dump-log", "broker", text)
+    assert bad == []
+    assert [(r["offset"], r["control"], r["pid"], r["producer_epoch"], r["topic"], r["partition"])
+            for r in ok] == [(9, "commit", 3, 1, "t", 2), (10, "abort", 3, 1, "t", 2)]
+    assert counts["transaction_markers"] == 2

@@ -222,6 +222,8 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
     key_size = _num(fields, "keysize")
     value_size = _num(fields, "valuesize", "payloadsize")
     marker = fields.get("endtxnmarker")
+    if marker is None and re.match(r"(?i)(COMMIT|ABORT)\b", fields.get("controltype", "")):
+        marker = fields["controltype"]  # the 0.11 pre-release spelling "controlType: COMMIT"
     control = marker is not None or "controltype" in fields or (
         batch is not None and batch.control)
     if offset is None:
@@ -250,7 +252,7 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
     if transactional is None:
         transactional = _bool(fields, "istransactional")
     if control:
-        kind = str(marker).lower()
+        kind = re.sub(r"\W.*", "", str(marker)).lower()
         if kind not in ("commit", "abort"):
             w.error(n, f"unknown transaction marker {str(marker)[:20]!r}", line)
             return
