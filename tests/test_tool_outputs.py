@@ -293,3 +293,12 @@ offset: 10 position: 78 CreateTime: 6 isvalid: true keysize: 4 valuesize: 6 magi
     assert [(r["offset"], r["control"], r["pid"], r["producer_epoch"], r["topic"], r["partition"])
             for r in ok] == [(9, "commit", 3, 1, "t", 2), (10, "abort", 3, 1, "t", 2)]
     assert counts["transaction_markers"] == 2
+
+
+def test_console_print_value_false(tmp_path):
+    text = "CreateTime:1\tPartition:0\tOffset:3\tpayload.3\n"
+    ok, _, _, _ = _run(tmp_path, "kafka-console-consumer", "broker", text,
+                       {"topic": "t", "console": {"value": False}})
+    assert [(r["key"], r["seq"]) for r in ok] == [("payload.3", None)]
+    ok, _, _, _ = _run(tmp_path, "kafka-console-consumer", "broker", text, {"topic": "t"})
+    assert [(r["key"], r["seq"]) for r in ok] == [(None, 3)]  # a lone field is the value

@@ -11,9 +11,10 @@ asked: ``CreateTime:ms``/``LogAppendTime:ms``/``NO_TIMESTAMP``, ``Partition:p``,
 fields are read in any order (``LeaderEpoch:``/``DeliveryCount:`` too); the rest is
 ``[headers<TAB>]key<TAB>value`` (headers when ``adapters.console.headers`` is true, or the
 field is ``NO_HEADERS``, or with three fields left the first looks like ``k:v,…``; a lone
-field is the value with no key printed). The tool prints a null key as ``null``: read as
-null. The topic comes from ``adapters.topic`` (the tool does not print it). For the
-ledger, each record is a successful processing by ``adapters.member`` (or the file name) in
+field is the value with no key printed, or the key with ``adapters.console.value: false``
+for ``print.value=false``). The tool prints a null key as ``null``: read as null. The
+topic comes from ``adapters.topic`` (the tool does not print it). For the ledger, each
+record is a successful processing by ``adapters.member`` (or the file name) in
 ``adapters.group``, started at the record's timestamp (the tool prints no consumption time).
 
 ``Processed a total of N messages`` (after ``^C``, on stderr) is not a row (kind
@@ -66,6 +67,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     sep = str(console.get("separator", "\t"))
     with_headers = console.get("headers")
     with_key = console.get("key", True)
+    with_value = console.get("value", True)  # print.value=false: the last field is the key
     group = opts.group or DEFAULT_GROUP
     member = opts.member_for(origin)
     records = 0  # record lines (rows and error rows) since the last summary
@@ -141,10 +143,10 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 headers = _headers(rest[0])
                 rest = rest[1:]
             key: str | None = None
-            if with_key and len(rest) >= 2:
+            if with_key and (len(rest) >= 2 or (rest and with_value is False)):
                 key = None if rest[0] == "null" else rest[0]
                 rest = rest[1:]
-            value = sep.join(rest) if rest else None
+            value = sep.join(rest) if rest and with_value is not False else None
             if value == "null":
                 value = None
             seq = extract_seq(value, opts.seq, headers)
