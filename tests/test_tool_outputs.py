@@ -302,3 +302,15 @@ def test_console_print_value_false(tmp_path):
     assert [(r["key"], r["seq"]) for r in ok] == [("payload.3", None)]
     ok, _, _, _ = _run(tmp_path, "kafka-console-consumer", "broker", text, {"topic": "t"})
     assert [(r["key"], r["seq"]) for r in ok] == [(None, 3)]  # a lone field is the value
+
+
+def test_dump_log_old_format_shallow_line(tmp_path):
+    # DumpLogSegments 1.0 without --deep-iteration on a magic 1 segment: "offset: <lastOffset>
+    # position: …" per message set (no record fields)
+    text = ("Dumping /k/t-0/00000000000000000000.log\nStarting offset: 0\n"
+            "offset: 3 position: 0 CreateTime: 1 isvalid: true size: 120 magic: 1 compresscodec: GZIP crc: 99\n"
+            "offset: 4 position: 16674\n")
+    ok, bad, _, _ = _run(tmp_path, "kafka-dump-log", "broker", text)
+    assert ok == [] and [b["__line"] for b in bad] == [3, 4]
+    assert "--deep-iteration --print-data-log" in bad[0]["__error"]
+    assert "index entry" in bad[1]["__error"]

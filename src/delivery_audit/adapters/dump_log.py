@@ -234,7 +234,11 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
         w.skip(n, "control_record")
         return
     if not control and key_size is None and value_size is None and payload is None:
-        w.error(n, "not a record line (an index entry? dump the .log segment)", line)
+        if "magic" in fields:  # an old-format (magic 0/1) message set printed shallow
+            w.error(n, "a message set line without its records (a dump without "
+                       "--deep-iteration): dump with --deep-iteration --print-data-log", line)
+        else:
+            w.error(n, "not a record line (an index entry? dump the .log segment)", line)
         return
     if st.topic is None or st.partition is None:
         w.error(n, "topic/partition unknown: no 'Dumping …/<topic>-<partition>/…log' "
