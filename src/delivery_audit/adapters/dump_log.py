@@ -179,9 +179,9 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
         dumped = m.group("path").strip()
         st.not_a_log = dumped.lower().endswith(_NOT_A_LOG)
         if st.not_a_log:
-            w.error(n, "not a log segment (an index, time index, transaction index or "
-                       "producer snapshot): its entries are not records; dump the .log "
-                       "file of the segment", line)
+            w.error(n, "not a log segment (an index, time index, transaction index, "
+                       "producer snapshot or KRaft snapshot): its entries are not a topic's "
+                       "records; dump the .log file of the segment", line)
             return
         t, p = topic_partition_of(dumped)
         st.topic, st.partition = (t, p) if t is not None else (opts.topic, opts.partition)
