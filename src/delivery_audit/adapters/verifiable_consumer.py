@@ -21,7 +21,8 @@ events: ``partitions_assigned`` / ``partitions_revoked`` → one row per partiti
 read), ``commit_failed`` with the error when ``success`` is false.
 Every other event (``startup_complete``, ``shutdown_complete``, summaries) is not a row of
 the source being converted and is skipped. A ``^C`` the terminal echoed before a line is
-not part of it.
+not part of it; ``...`` (an elided paste) and the tool's log4j lines are skipped
+(tool_lines.py).
 """
 
 from __future__ import annotations
