@@ -45,16 +45,22 @@ def test_dump_log_new_spelling(tmp_path):
                         name="seg.txt.gz")
     ok = _ok(rows)
     assert [(r["topic"], r["partition"], r["offset"]) for r in ok] == [
-        ("orders", 3, 0), ("orders", 3, 1), ("orders", 3, 3), ("orders", 3, 4)]
-    r0, r1, r3, r4 = ok
+        ("orders", 3, 0), ("orders", 3, 1), ("orders", 3, 2), ("orders", 3, 3), ("orders", 3, 4)]
+    r0, r1, marker, r3, r4 = ok
     assert (r0["key"], r0["seq"], r0["timestamp"]) == ("k-1", 7, 1742739702864)
     assert (r0["pid"], r0["producer_epoch"], r0["batch_sequence"]) == (1, 0, 0)
+    assert (r0["transactional"], r0["control"]) == (True, None)
     assert r1["key"] is None and r1["seq"] is None  # a text payload: unattributable
+    # the COMMIT marker of the transactional batch is a control row (contract §9)
+    assert (marker["control"], marker["pid"], marker["producer_epoch"]) == ("commit", 1, 0)
+    assert (marker["key"], marker["seq"], marker["batch_sequence"]) == (None, None, None)
+    assert marker["timestamp"] == 1742739702900 and marker["transactional"] is True
     assert (r3["key"], r3["seq"]) == ("x payload: y", 9)  # the key is cut by its keySize
     assert (r3["pid"], r3["producer_epoch"], r3["batch_sequence"]) == (7, 2, 5)
+    assert r3["transactional"] is False
     assert r4["batch_sequence"] == 6  # baseSequence + (offset - baseOffset)
-    assert counts["control_records"] == 1
-    assert counts["skipped_lines"] == 6  # Dumping, Log starting offset, 3 batch lines, marker
+    assert counts["transaction_markers"] == 1 and "control_records" not in counts
+    assert counts["skipped_lines"] == 5  # Dumping, Log starting offset, 3 batch lines
     bad = _bad(rows)
     assert [(b["__line"], b["__error"]) for b in bad] == [
         (11, "unrecognised dump-log line"), (12, "record line without a numeric offset")]
@@ -153,8 +159,8 @@ def test_end_to_end_ingest_counts_and_quarantine_origin(spark, tmp_path):
     cfg = AuditConfig()
     broker = ingest(spark, resolve("broker", [dump], fmt="kafka-dump-log"), window, cfg)
     c = broker.counts
-    assert c["rows_read"] == c["rows_valid"] + c["rows_quarantined"] == 6
-    assert (c["rows_valid"], c["rows_quarantined"], c["control_records"]) == (4, 2, 1)
+    assert c["rows_read"] == c["rows_valid"] + c["rows_quarantined"] == 7
+    assert (c["rows_valid"], c["rows_quarantined"], c["transaction_markers"]) == (5, 2, 1)
     q = {(r["file"], r["row"]): r["reason"] for r in broker.quarantine.collect()}
     assert q == {(dump, 11): "unrecognised dump-log line",
                  (dump, 12): "record line without a numeric offset"}

@@ -14,6 +14,7 @@ SOURCES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
 
 SEND_STATUSES = ("acked", "failed", "timeout")
 OUTCOMES = ("success", "failure", "skipped")
+CONTROLS = ("commit", "abort")  # a transaction marker's kind (contract §9)
 EVENT_TYPES = (
     "assigned", "revoked", "lost", "commit", "commit_failed", "left_group", "joined_group",
 )
@@ -57,6 +58,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("producer_id", "string"),
         Field("idempotent", "bool"),
         Field("error", "string"),
+        Field("transactional_id", "string"),
     ),
     "broker": (
         Field("topic", "string", required=True),
@@ -69,6 +71,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("pid", "long"),
         Field("producer_epoch", "int"),
         Field("batch_sequence", "int"),
+        Field("transactional", "bool"),
+        Field("control", "enum", allowed=CONTROLS),
     ),
     "ledger": (
         Field("group_id", "string", required=True),

@@ -1,22 +1,36 @@
-"""``kafka-dump-log.sh --print-data-log`` text → broker.
+"""``kafka-dump-log.sh`` (``kafka.tools.DumpLogSegments``) text → broker.
 
 Understood lines:
 
 * ``Dumping /data/kafka/<topic>-<partition>/00000000000000000000.log``: the topic and
-  partition of what follows (else ``adapters.topic`` / ``adapters.partition``);
-* ``Starting offset: N`` (old) / ``Log starting offset: N`` (new): not rows;
+  partition of what follows (else ``adapters.topic`` / ``adapters.partition``); a dump of
+  an index, time index, transaction index or producer snapshot is refused on its
+  ``Dumping`` line and its entries are skipped (kind ``index_entry``);
+* ``Starting offset: N`` (old) / ``Log starting offset: N`` (new) and the tool's other
+  notices: not rows (``tool_header``);
 * batch lines ``baseOffset: … producerId: … producerEpoch: … baseSequence: …
-  isControl: …`` (with or without ``deleteHorizonMs``): not rows; their producer
-  fields go to their records; the records of a control batch (``isControl: true``,
-  ``endTxnMarker``) are transaction markers, skipped and counted as control_records;
+  isTransactional: … isControl: …`` (with or without ``count``, ``isControl``,
+  ``deleteHorizonMs``): not rows; their producer fields and ``isTransactional`` go to
+  their records. A batch line followed by no record line (a dump without
+  ``--deep-iteration``/``--print-data-log``) is an error: its records cannot be listed;
 * record lines ``| offset: N CreateTime: ms keySize: k valueSize: v sequence: s
   headerKeys: [...] key: … payload: …`` (``keysize``/``valuesize`` in some versions,
-  ``LogAppendTime`` instead of ``CreateTime``, no ``| `` in the oldest deep-iteration
-  output) → one broker row each.
+  ``LogAppendTime`` instead of ``CreateTime``, no ``| `` in the deep-iteration output of
+  Kafka 0.11 – 2.x, whose record lines carry ``producerId``, ``producerEpoch`` and
+  ``isTransactional`` themselves, and no batch lines) → one broker row each, with
+  ``transactional`` from the batch's ``isTransactional``;
+* transaction markers (contract §9): the records of a control batch (``isControl: true``)
+  or a record line with ``endTxnMarker: COMMIT|ABORT coordinatorEpoch: N`` → a control row
+  (``control`` commit/abort, the batch's ``producerId``/``producerEpoch`` as ``pid`` and
+  ``producer_epoch``, the marker's offset, no key/seq), counted as ``transaction_markers``.
+  Other control records (``controlType: LEADER_CHANGE(2)``, KRaft snapshot headers) are
+  skipped (kind ``control_record``, counted as ``control_records``).
 
 The seq comes from the payload (``adapters.seq``; dump-log prints header keys, not
 values, so ``from: header`` yields no seq). A record whose key is not printed although
-``keySize`` ≥ 0 cannot be attributed and is an error row. Anything else is an error row.
+``keySize`` ≥ 0 cannot be attributed and is an error row (dump with ``--print-data-log``);
+a record without a key (``keySize: -1``) whose payload is not printed is a row without
+seq, counted as ``payload_not_printed``. Anything else is an error row.
 """
 
 from __future__ import annotations
@@ -25,6 +39,7 @@ import re
 
 from .lines import open_lines
 from .options import Options, extract_seq
+from .tool_lines import is_elided, is_log4j
 from .writer import RowWriter
 
 SOURCES = ("broker",)
@@ -35,8 +50,14 @@ _START = re.compile(r"^(?:Log starting|Starting) offset:\s*-?\d+\s*$", re.IGNORE
 # possessive and anchored at a word's start: a long run of word characters (a 1 MB
 # payload) is tried once, not from each of its characters (quadratic time)
 _PAIR = re.compile(r"(?<!\w)(\w++):\s*+(\[[^\]]*+\]|\S++)")
+_HEADER_KEYS = re.compile(r"(?:^|\s)headerKeys:\s*\[[^\]]*\]")
 _SKIP_PREFIXES = ("Mismatches in :", "Non-consecutive offsets in", "Found ",
-                  "The following indexed offsets are not found in the log")
+                  "The following indexed offsets are not found in the log",
+                  "Index offset:", "Indexed offset:", "Index timestamp:", "Ignoring unknown file",
+                  "KRaft bootstrap snapshot", "Snapshot end offset:")
+_SKIP_PATTERNS = re.compile(r"^(?:-?\d+ is followed by -?\d+|\S.* passed sanity check\.|"
+                            r"\S.* is empty\.)$")
+_NOT_A_LOG = (".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
 
 
 def topic_partition_of(path: str) -> tuple[str | None, int | None]:
@@ -56,6 +77,16 @@ def _num(fields: dict[str, str], *names: str) -> int | None:
     return None
 
 
+def _nonneg(fields: dict[str, str], name: str) -> int | None:
+    v = _num(fields, name)
+    return v if v is not None and v >= 0 else None
+
+
+def _bool(fields: dict[str, str], name: str) -> bool | None:
+    v = fields.get(name, "").lower()
+    return True if v == "true" else False if v == "false" else None
+
+
 def _lower_keys(pairs: list[tuple[str, str]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in pairs:
@@ -64,24 +95,29 @@ def _lower_keys(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 
 class _Batch:
-    __slots__ = ("base_offset", "producer_id", "epoch", "base_sequence", "control")
+    __slots__ = ("line", "raw", "records", "base_offset", "last_offset", "producer_id", "epoch",
+                 "base_sequence", "control", "transactional")
 
-    def __init__(self, fields: dict[str, str]) -> None:
+    def __init__(self, line: int, raw: str, fields: dict[str, str]) -> None:
+        self.line = line
+        self.raw = raw
+        self.records = 0  # record lines seen under it
         self.base_offset = _num(fields, "baseoffset")
-        pid = _num(fields, "producerid")
-        self.producer_id = pid if pid is not None and pid >= 0 else None
-        epoch = _num(fields, "producerepoch")
-        self.epoch = epoch if epoch is not None and epoch >= 0 else None
-        seq = _num(fields, "basesequence")
-        self.base_sequence = seq if seq is not None and seq >= 0 else None
-        self.control = fields.get("iscontrol", "false").lower() == "true"
+        self.last_offset = _num(fields, "lastoffset")
+        self.producer_id = _nonneg(fields, "producerid")
+        self.epoch = _nonneg(fields, "producerepoch")
+        self.base_sequence = _nonneg(fields, "basesequence")
+        self.control = _bool(fields, "iscontrol") is True
+        self.transactional = _bool(fields, "istransactional")
 
 
-def _split_record(text: str) -> tuple[str, str | None, str | None, bool]:
-    """(structured head, key text, payload text, is a control record)."""
-    control = " endTxnMarker:" in f" {text}"
-    m_payload = re.search(r"(?:^|\s)payload:\s?", text)
-    m_key = re.search(r"(?:^|\s)key:\s?", text)
+def _split_record(text: str) -> tuple[str, str | None, str | None]:
+    """(structured head, key text, payload text) of a record line. ``key:`` and
+    ``payload:`` are looked for after the header keys (``headerKeys: [a:b,key]``)."""
+    m_hk = _HEADER_KEYS.search(text)
+    after = m_hk.end() if m_hk else 0
+    m_payload = re.compile(r"(?:^|\s)payload:\s?").search(text, after)
+    m_key = re.compile(r"(?:^|\s)key:\s?").search(text, after)
     if m_key and m_payload and m_key.start() > m_payload.start():
         m_key = None  # "key:" inside the payload
     cut = min([m.start() for m in (m_key, m_payload) if m] or [len(text)])
@@ -91,7 +127,7 @@ def _split_record(text: str) -> tuple[str, str | None, str | None, bool]:
         payload = text[m_payload.end():]
     if m_key:
         key = text[m_key.end(): m_payload.start() if m_payload else len(text)]
-    return head, key, payload, control
+    return head, key, payload
 
 
 def _key_by_size(text: str, key_after: int, size: int) -> str | None:
@@ -103,85 +139,158 @@ def _key_by_size(text: str, key_after: int, size: int) -> str | None:
     return enc[:size].decode("utf-8", errors="replace")
 
 
+class _State:
+    def __init__(self, opts: Options) -> None:
+        self.topic, self.partition = opts.topic, opts.partition
+        self.batch: _Batch | None = None
+        self.not_a_log = False
+
+
+def _close_batch(st: _State, w: RowWriter) -> None:
+    """End the current batch: a batch line that no record line followed is an error (its
+    records exist but are not listed)."""
+    b = st.batch
+    st.batch = None
+    if b is None or b.records:
+        return
+    span = (f"offsets {b.base_offset}–{b.last_offset}"
+            if b.base_offset is not None and b.last_offset is not None else "a batch")
+    w.error(b.line, f"batch of {span} without record lines (a dump without "
+                    "--deep-iteration): its records cannot be listed; dump with "
+                    "--deep-iteration --print-data-log", b.raw)
+
+
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
-    topic, partition = opts.topic, opts.partition
-    batch: _Batch | None = None
+    st = _State(opts)
     for n, line in open_lines(path, w):
         with w.guard(n, line):
-            text = line.strip()
-            if not text:
-                w.skip(n, "blank")
-                continue
-            m = _DUMPING.match(text)
-            if m:
-                t, p = topic_partition_of(m.group("path").strip())
-                if t is not None:
-                    topic, partition = t, p
-                w.recognise(n)
-                batch = None
-                continue
-            if _START.match(text) or text.startswith(_SKIP_PREFIXES):
-                w.skip(n, "tool_header")
-                continue
-            if text.startswith("baseOffset:"):
-                batch = _Batch(_lower_keys(_PAIR.findall(text)))
-                w.recognise(n)
-                continue
-            record = text[1:].lstrip() if text.startswith("|") else text
-            if not record.startswith("offset:"):
-                w.error(n, "unrecognised dump-log line", line)
-                continue
-            head, key, payload, control = _split_record(record)
-            fields = _lower_keys(_PAIR.findall(head))
-            offset = _num(fields, "offset")
-            key_size = _num(fields, "keysize")
-            value_size = _num(fields, "valuesize")
-            if control or (batch is not None and batch.control):
-                w.count("control_records")
-                w.skip(n, "control_record")
-                continue
-            if offset is None:
-                w.error(n, "record line without a numeric offset", line)
-                continue
-            if key_size is None and value_size is None and payload is None:
-                w.error(n, "not a record line (an index entry? dump the .log segment)", line)
-                continue
-            if topic is None or partition is None:
-                w.error(n, "topic/partition unknown: no 'Dumping …/<topic>-<partition>/…log' "
-                           "line; set adapters.topic and adapters.partition", line)
-                continue
-            if key_size is not None and key_size >= 0:
-                if key is None:
-                    w.error(n, f"key not printed (keySize {key_size}): cannot attribute the "
-                               "record; dump with --print-data-log", line)
-                    continue
-                if len(key.encode("utf-8")) != key_size:
-                    m_key = re.search(r"(?:^|\s)key:\s?", record)
-                    exact = _key_by_size(record, m_key.end(), key_size) if m_key else None
-                    if exact is not None:
-                        key = exact
-                        rest = record[m_key.end() + len(exact):]
-                        m_p = re.match(r"\s*payload:\s?", rest)
-                        payload = rest[m_p.end():] if m_p else payload
-            elif key_size is not None and key_size < 0:
-                key = None
-            ts = _num(fields, "createtime", "logappendtime", "timestamp")
-            seq_in_record = _num(fields, "sequence")
-            batch_sequence = seq_in_record if seq_in_record is not None and seq_in_record >= 0 \
-                else None
-            if batch_sequence is None and batch is not None and batch.base_sequence is not None \
-                    and batch.base_offset is not None:
-                batch_sequence = batch.base_sequence + (offset - batch.base_offset)
-            pid = batch.producer_id if batch is not None else None
-            if pid is None:
-                own = _num(fields, "producerid")
-                pid = own if own is not None and own >= 0 else None
-            epoch = batch.epoch if batch is not None else None
-            if epoch is None:
-                own = _num(fields, "producerepoch")
-                epoch = own if own is not None and own >= 0 else None
-            w.row(n, topic=topic, partition=partition, offset=offset, key=key,
-                  seq=extract_seq(payload, opts.seq) if opts.seq.source != "header" else None,
-                  timestamp=ts if ts is not None and ts >= 0 else None,
-                  producer_id=opts.producer_id, pid=pid, producer_epoch=epoch,
-                  batch_sequence=batch_sequence)
+            _line(n, line, st, w, opts)
+    _close_batch(st, w)
+
+
+def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
+    text = line.strip()
+    if not text:
+        w.skip(n, "blank")
+        return
+    m = _DUMPING.match(text)
+    if m:
+        _close_batch(st, w)
+        dumped = m.group("path").strip()
+        st.not_a_log = dumped.lower().endswith(_NOT_A_LOG)
+        if st.not_a_log:
+            w.error(n, "not a log segment (an index, time index, transaction index, "
+                       "producer snapshot or KRaft snapshot): its entries are not a topic's "
+                       "records; dump the .log file of the segment", line)
+            return
+        t, p = topic_partition_of(dumped)
+        st.topic, st.partition = (t, p) if t is not None else (opts.topic, opts.partition)
+        w.recognise(n)
+        return
+    if st.not_a_log:
+        w.skip(n, "index_entry")
+        return
+    if _START.match(text) or text.startswith(_SKIP_PREFIXES) or _SKIP_PATTERNS.match(text):
+        w.skip(n, "tool_header")
+        return
+    if is_elided(text):
+        w.skip(n, "elided")
+        return
+    if is_log4j(text):
+        w.skip(n, "tool_log_line")
+        return
+    if text.startswith("baseOffset:"):
+        _close_batch(st, w)
+        st.batch = _Batch(n, line, _lower_keys(_PAIR.findall(text)))
+        return
+    record = text[1:].lstrip() if text.startswith("|") else text
+    batch = st.batch
+    if not record.startswith("offset:"):
+        if record.startswith(("key:", "payload:")):
+            w.error(n, "record line without its offset (dumped with --skip-record-metadata): "
+                       "dump without --skip-record-metadata", line)
+        else:
+            w.error(n, "unrecognised dump-log line", line)
+        return
+    if batch is not None:
+        if not batch.records:
+            w.recognise(batch.line)
+        batch.records += 1
+    head, key, payload = _split_record(record)
+    fields = _lower_keys(_PAIR.findall(head))
+    offset = _num(fields, "offset")
+    key_size = _num(fields, "keysize")
+    value_size = _num(fields, "valuesize", "payloadsize")
+    marker = fields.get("endtxnmarker")
+    if marker is None and re.match(r"(?i)(COMMIT|ABORT)\b", fields.get("controltype", "")):
+        marker = fields["controltype"]  # the 0.11 pre-release spelling "controlType: COMMIT"
+    control = marker is not None or "controltype" in fields or (
+        batch is not None and batch.control)
+    if offset is None:
+        w.error(n, "record line without a numeric offset", line)
+        return
+    if control and marker is None:
+        w.count("control_records")  # not a transaction marker (e.g. LEADER_CHANGE)
+        w.skip(n, "control_record")
+        return
+    if not control and key_size is None and value_size is None and payload is None:
+        if "magic" in fields:  # an old-format (magic 0/1) message set printed shallow
+            w.error(n, "a message set line without its records (a dump without "
+                       "--deep-iteration): dump with --deep-iteration --print-data-log", line)
+        else:
+            w.error(n, "not a record line (an index entry? dump the .log segment)", line)
+        return
+    if st.topic is None or st.partition is None:
+        w.error(n, "topic/partition unknown: no 'Dumping …/<topic>-<partition>/…log' "
+                   "line; set adapters.topic and adapters.partition", line)
+        return
+    ts = _num(fields, "createtime", "logappendtime", "timestamp")
+    ts = ts if ts is not None and ts >= 0 else None
+    pid = batch.producer_id if batch is not None else None
+    if pid is None:
+        pid = _nonneg(fields, "producerid")
+    epoch = batch.epoch if batch is not None else None
+    if epoch is None:
+        epoch = _nonneg(fields, "producerepoch")
+    transactional = batch.transactional if batch is not None else None
+    if transactional is None:
+        transactional = _bool(fields, "istransactional")
+    if control:
+        kind = re.sub(r"\W.*", "", str(marker)).lower()
+        if kind not in ("commit", "abort"):
+            w.error(n, f"unknown transaction marker {str(marker)[:20]!r}", line)
+            return
+        w.count("transaction_markers")
+        w.row(n, topic=st.topic, partition=st.partition, offset=offset, key=None, seq=None,
+              timestamp=ts, producer_id=opts.producer_id, pid=pid, producer_epoch=epoch,
+              transactional=transactional, control=kind)
+        return
+    if key_size is not None and key_size >= 0:
+        if key is None:
+            w.error(n, f"key not printed (keySize {key_size}): cannot attribute the "
+                       "record; dump with --print-data-log", line)
+            return
+        if len(key.encode("utf-8")) != key_size:
+            m_key = re.compile(r"(?:^|\s)key:\s?").search(record, len(head))
+            exact = _key_by_size(record, m_key.end(), key_size) if m_key else None
+            rest = record[m_key.end() + len(exact):] if exact is not None else ""
+            m_p = re.match(r"\s*payload:\s?", rest)
+            if exact is not None and m_p:
+                # the key itself contains " payload: ": cut by its size. Otherwise the
+                # printed key is not the raw bytes (a decoder's rendering): kept as printed
+                key = exact
+                payload = rest[m_p.end():]
+    elif key_size is not None and key_size < 0:
+        key = None
+    if payload is None and opts.seq.source != "header" and (value_size or 0) >= 0:
+        w.count("payload_not_printed")
+    seq_in_record = _num(fields, "sequence")
+    batch_sequence = seq_in_record if seq_in_record is not None and seq_in_record >= 0 \
+        else None
+    if batch_sequence is None and batch is not None and batch.base_sequence is not None \
+            and batch.base_offset is not None:
+        batch_sequence = batch.base_sequence + (offset - batch.base_offset)
+    w.row(n, topic=st.topic, partition=st.partition, offset=offset, key=key,
+          seq=extract_seq(payload, opts.seq) if opts.seq.source != "header" else None,
+          timestamp=ts, producer_id=opts.producer_id, pid=pid, producer_epoch=epoch,
+          batch_sequence=batch_sequence, transactional=transactional)
