@@ -53,4 +53,4 @@ def test_wild_readme_lists_every_sample():
     if not SAMPLES:
         pytest.skip("no samples yet")
     assert readme_table() in readme.read_text(encoding="utf-8"), (
-        "tests/data/wild/README.md is stale: paste tests.wild.readme_table()")
+        "tests/data/wild/README.md is stale: run python scripts/wild_readme.py")
