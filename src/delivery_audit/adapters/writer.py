@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..schemas import FIELDS
+from ..fields import FIELDS
 
 RAW_LIMIT = 10_000  # characters of the original line kept in an error row
 
@@ -44,9 +44,10 @@ class LineAccount:
     skipped: dict[str, int] = field(default_factory=dict)
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason), first 100
 
-    def account(self) -> LineAccount:
-        return LineAccount(self.origin, str(self.path), self.lines, self.rows, self.recognised,
-                           self.error_lines, dict(self.skipped), list(self._errors))
+    @property
+    def unaccounted(self) -> int:
+        """Lines read that were never classified (0 unless an adapter has a bug)."""
+        return self.lines - self.recognised - sum(self.skipped.values()) - self.error_lines
 
 
 ERRORS_KEPT = 100
