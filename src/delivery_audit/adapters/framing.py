@@ -56,12 +56,22 @@ _ISO = (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
 _SYSLOG_5424 = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
                           rf"(?:Z|[+-]\d{{2}}:\d{{2}})){_HOST_TAG}")
 _OUTER_TS = re.compile(rf"^(?P<time>{_ISO})\s+")
+_EPOCH_TAB = re.compile(r"^(?P<epoch>\d{9,13})(?:\.\d+)?\t")  # Loki/Grafana: "<ms>\t<line>"
+# a log viewer's own time, then " | " (Papertrail-like exports)
+_VIEWER_BAR = re.compile(r"^(?P<time>[\w ,./:@+-]{0,30}?\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*\| ")
+_VIEWER_FORMATS = ("%Y %b %d %H:%M:%S", "%b %d %Y %H:%M:%S", "%b %d, %Y @ %H:%M:%S.%f",
+                   "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S")
 _GREP = re.compile(r"^(?P<file>[^\s:\[\]\"]*[A-Za-z][^\s:\[\]\"]*)(?::\d+)?:")
 _STACK = re.compile(r"^\s*(?:at [\w$.<>/-]+\(.*\)|Caused by: .*|Suppressed: .*|Wrapped by: .*|"
-                    r"\.\.\. \d+ (?:more|common frames omitted))\s*(?:~?\[[^\]]*\])?\s*$")
+                    r"\.\.\. \d+ (?:more|common frames omitted)|"
+                    r"Traceback \(most recent call last\):|File \".*\", line \d+.*)"
+                    r"\s*(?:~?\[[^\]]*\])?\s*$")
 _KIBANA_TS = re.compile(rf"^\s*(?:{_MONTHS}) \d{{1,2}}, \d{{4}} @ \d\d:\d\d:\d\d(?:\.\d+)?\s*$")
 _KIBANA_FMT = "%b %d, %Y @ %H:%M:%S.%f"
-_LOG4J_TAIL = re.compile(r"\s+\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)\s*$")
+# "(org.apache.kafka….ConsumerCoordinator:123)" at the end of a log4j line, and the MDC some
+# images append after it (" - app=connect, clusterId=confluent, server=0")
+_LOG4J_TAIL = re.compile(r"\s+\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)"
+                         r"(?: - [\w.-]+=[^,\s]*(?:, [\w.-]+=[^,\s]*)*)?\s*$")
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "@t", "ts", "date", "datetime", "_time",
               "timeMillis", "instant", "eventtime", "event_time")
@@ -149,9 +159,10 @@ def _sort_key(iso: str | None) -> float | None:
     return dt.timestamp()
 
 
-def from_json(obj: dict[str, Any]) -> str | None:
+def from_json(obj: dict[str, Any], outer: str | None = None) -> str | None:
     """The log line a JSON-structured log event stands for, or None when the object has no
-    message (it is then not a log event)."""
+    message (it is then not a log event). ``outer``: the time of an export's prefix, used
+    when the event has no time field."""
     message = _first(obj, _MESSAGE_KEYS)
     if not isinstance(message, str):
         return None
@@ -159,7 +170,7 @@ def from_json(obj: dict[str, Any]) -> str | None:
     inner = frame_text(message)
     if inner.text is not None and _LOG_START.match(inner.text):
         return inner.text  # Docker's json-file "log": the original line, its time wins
-    parts = [iso_time(_first(obj, _TIME_KEYS))]
+    parts = [iso_time(_first(obj, _TIME_KEYS)) or outer]
     thread = _first(obj, _THREAD_KEYS)
     if thread is not None:
         parts.append(f"[{thread}]")
@@ -173,9 +184,42 @@ def from_json(obj: dict[str, Any]) -> str | None:
     return " ".join(p for p in parts if p)
 
 
-def _strip_outer(line: str) -> str:
+def _inner_starts(rest: str) -> bool:
+    """Whether what follows an outer timestamp is a log line with its own (or a JSON
+    event, whose own time field wins)."""
+    inner, _ = _strip_outer(rest)
+    return bool(_LOG_START.match(inner)) or inner.lstrip().startswith("{")
+
+
+def _outer_time(line: str) -> tuple[str | None, int] | None:
+    """An outer timestamp prefix: (its ISO time, or None when it cannot be read; where the
+    rest starts), or None when the line has none."""
+    m = _SYSLOG_BSD.match(line) or _SYSLOG_5424.match(line)
+    if m and m.group("host").upper() not in _LEVELS:
+        return m.group("time"), m.end()
+    m = _OUTER_TS.match(line)
+    if m:
+        return m.group("time"), m.end()
+    m = _EPOCH_TAB.match(line)
+    if m:
+        return iso_time(m.group("epoch")), m.end()
+    m = _VIEWER_BAR.match(line)
+    if m:
+        text = " ".join(m.group("time").split())
+        for fmt in _VIEWER_FORMATS:
+            try:
+                return datetime.strptime(text, fmt).isoformat(timespec="milliseconds"), m.end()
+            except ValueError:
+                continue
+        return None, m.end()
+    return None
+
+
+def _strip_outer(line: str) -> tuple[str, str | None]:
     """The line without the prefixes a container runtime, grep, syslog or a log viewer put
-    before it (applied until none is left)."""
+    before it (applied until none is left), and the outer time when the line has no time
+    of its own (it then starts with that time)."""
+    outer: str | None = None
     for _ in range(6):
         m = _KUBECTL.match(line)
         if m:
@@ -185,17 +229,18 @@ def _strip_outer(line: str) -> str:
         if m and m.group("name").upper() not in _LEVELS:
             line = line[m.end():]
             continue
-        m = _SYSLOG_BSD.match(line) or _SYSLOG_5424.match(line)
-        if m and m.group("host").upper() not in _LEVELS:
-            rest = line[m.end():]
-            if _LOG_START.match(_strip_outer(rest)) or not rest.strip():
+        found = _outer_time(line)
+        if found is not None:
+            when, end = found
+            rest = line[end:]
+            if _inner_starts(rest) or not rest.strip():
+                outer = when or outer
                 line = rest
                 continue
-            return f"{m.group('time')} {rest}"  # the outer time, without inner one
-        m = _OUTER_TS.match(line)
-        if m and _LOG_START.match(_strip_outer(line[m.end():])):
-            line = line[m.end():]
-            continue
+            if when is None:
+                break
+            # no time of its own: the outer one (an ISO prefix is already at the start)
+            return (line if line.startswith(when) else f"{when} {rest}"), when
         m = _GREP.match(line)
         if m and not re.match(r"\d{4}-\d{2}-\d{2}", m.group("file")):
             rest = line[m.end():]
@@ -203,7 +248,7 @@ def _strip_outer(line: str) -> str:
                 line = rest
                 continue
         break
-    return line
+    return line, outer
 
 
 def frame_text(line: str) -> Framed:
@@ -212,14 +257,14 @@ def frame_text(line: str) -> Framed:
         line = _ANSI.sub("", line)
     if not line.strip():
         return Framed(line)
-    inner = _strip_outer(line)
+    inner, outer = _strip_outer(line)
     if inner.lstrip().startswith("{"):
         try:
             obj = json.loads(inner)
         except (json.JSONDecodeError, ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict):
-            text = from_json(obj)
+            text = from_json(obj, outer)
             if text is not None:
                 return Framed(_LOG4J_TAIL.sub("", text))
     if _STACK.match(inner):

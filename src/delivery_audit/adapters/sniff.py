@@ -34,7 +34,8 @@ _COORDINATOR = re.compile(r"GroupCoordinator|GroupMetadataManager|kafka\.coordin
                           r"\[Group [^\]]+\] ")
 _CLIENT = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=|ConsumerCoordinator|"
                      r"kafka\.coordinator\.consumer|KafkaMessageListenerContainer|"
-                     r"o\.s\.k\.l\.|org\.springframework\.kafka|partitions (?:assigned|revoked):")
+                     r"o\.s\.k\.l\.|org\.springframework\.kafka|partitions (?:assigned|revoked):|"
+                     r"kafka\.coordinator(?!\.group)|aiokafka|CommitFailed(?:Error|Exception)")
 _CONSOLE = re.compile(r"(?:^|\t)CreateTime:-?\d+(?:\t|$)|^Partition:\d+\tOffset:\d+")
 
 
@@ -107,12 +108,14 @@ def sniff(path: str, origin: str | None = None,
         if _CONSOLE.search(raw) and "\t" in raw:
             hit("console", f"tab-separated {raw.split(chr(9))[0][:30]!r} (line {i + 1})")
             continue
-        text = frame_text(raw).text or raw
-        m = _COORDINATOR.search(text)
+        framed = frame_text(raw)
+        if framed.text is None:  # a stack frame, a viewer's timestamp: no wording
+            continue
+        m = _COORDINATOR.search(raw)
         if m:
             hit("coordinator", f"{m.group(0).strip()!r} (line {i + 1})")
             continue
-        m = _CLIENT.search(text)
+        m = _CLIENT.search(raw)
         if m:
             hit("client", f"{m.group(0)!r} (line {i + 1})")
     framing = " (a CSV export)" if layout is not None else ""
