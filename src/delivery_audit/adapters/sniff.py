@@ -30,12 +30,18 @@ _CONSUMER_NAMES = {"records_consumed", "record_data", "partitions_assigned",
 _DUMP = re.compile(r"^(?:Dumping \S|baseOffset: \d|\| offset: \d|(?:Log )?[Ss]tarting offset: \d"
                    r"|offset: \d+ position: \d)")
 _RDKAFKA = re.compile(r"^%\d\|\d+\.\d+\|[A-Z_]+\|")
+# the broker's server.log: the group coordinator, or (a broker log without group lines yet)
+# the broker's own loggers
 _COORDINATOR = re.compile(r"GroupCoordinator|GroupMetadataManager|kafka\.coordinator\.group|"
-                          r"\[Group [^\]]+\] ")
+                          r"\[Group [^\]]+\] |\((?:kafka\.(?:server|log|cluster|controller)\.|"
+                          r"state\.change\.logger)|\[(?:Broker|KafkaServer) id=\d+\]")
 _CLIENT = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=|ConsumerCoordinator|"
                      r"kafka\.coordinator\.consumer|KafkaMessageListenerContainer|"
                      r"o\.s\.k\.l\.|org\.springframework\.kafka|partitions (?:assigned|revoked):|"
-                     r"kafka\.coordinator(?!\.group)|aiokafka|CommitFailed(?:Error|Exception)")
+                     r"kafka\.coordinator(?!\.group)|aiokafka|CommitFailed(?:Error|Exception)|"
+                     r"smallrye\.reactive\.messaging\.kafka|Successfully joined group \S+ with|"
+                     r"(?:Revoking|Setting) (?:previously|newly) assigned partitions|"
+                     r"autocommit of offsets .* for group ")
 _CONSOLE = re.compile(r"(?:^|\t)CreateTime:-?\d+(?:\t|$)|^Partition:\d+\tOffset:\d+")
 
 
