@@ -61,7 +61,10 @@ _EPOCH_TAB = re.compile(r"^(?P<epoch>\d{9,13})(?:\.\d+)?\t")  # Loki/Grafana: "<
 _VIEWER_BAR = re.compile(r"^(?P<time>[\w ,./:@+-]{0,30}?\d\d:\d\d:\d\d(?:[.,]\d+)?)\s*\| ")
 _VIEWER_FORMATS = ("%Y %b %d %H:%M:%S", "%b %d %Y %H:%M:%S", "%b %d, %Y @ %H:%M:%S.%f",
                    "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S")
-_GREP = re.compile(r"^(?P<file>[^\s:\[\]\"]*[A-Za-z][^\s:\[\]\"]*)(?::\d+)?:")
+# possessive: a megabyte line without a colon is read once, not once per character
+_GREP = re.compile(r"^(?P<file>[^\s:\[\]\"]++)(?::\d++)?:")
+_LETTER = re.compile(r"[A-Za-z]")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _STACK = re.compile(r"^\s*(?:at [\w$.<>/-]+\(.*\)|Caused by: .*|Suppressed: .*|Wrapped by: .*|"
                     r"\.\.\. \d+ (?:more|common frames omitted)|"
                     r"Traceback \(most recent call last\):|File \".*\", line \d+.*)"
@@ -70,7 +73,7 @@ _KIBANA_TS = re.compile(rf"^\s*(?:{_MONTHS}) \d{{1,2}}, \d{{4}} @ \d\d:\d\d:\d\d
 _KIBANA_FMT = "%b %d, %Y @ %H:%M:%S.%f"
 # "(org.apache.kafka….ConsumerCoordinator:123)" at the end of a log4j line, and the MDC some
 # images append after it (" - app=connect, clusterId=confluent, server=0")
-_LOG4J_TAIL = re.compile(r"\s+\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)"
+_LOG4J_TAIL = re.compile(r"(?<!\s)\s++\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)"
                          r"(?: - [\w.-]+=[^,\s]*(?:, [\w.-]+=[^,\s]*)*)?\s*$")
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "@t", "ts", "date", "datetime", "_time",
@@ -186,9 +189,13 @@ def from_json(obj: dict[str, Any], outer: str | None = None) -> str | None:
 
 def _inner_starts(rest: str) -> bool:
     """Whether what follows an outer timestamp is a log line with its own (or a JSON
-    event, whose own time field wins)."""
-    inner, _ = _strip_outer(rest)
-    return bool(_LOG_START.match(inner)) or inner.lstrip().startswith("{")
+    event, whose own time field wins), behind container prefixes if any."""
+    for _ in range(3):
+        m = _KUBECTL.match(rest) or _COMPOSE.match(rest)
+        if not m:
+            break
+        rest = rest[m.end():]
+    return bool(_LOG_START.match(rest)) or rest.lstrip().startswith("{")
 
 
 def _outer_time(line: str) -> tuple[str | None, int] | None:
@@ -242,7 +249,7 @@ def _strip_outer(line: str) -> tuple[str, str | None]:
             # no time of its own: the outer one (an ISO prefix is already at the start)
             return (line if line.startswith(when) else f"{when} {rest}"), when
         m = _GREP.match(line)
-        if m and not re.match(r"\d{4}-\d{2}-\d{2}", m.group("file")):
+        if m and _LETTER.search(m.group("file")) and not _DATE.match(m.group("file")):
             rest = line[m.end():]
             if _LOG_START.match(rest) or _STACK.match(rest) or _COMPOSE.match(rest):
                 line = rest
@@ -334,20 +341,23 @@ def csv_layout(first: str) -> _CsvLayout | None:
 class _Record:
     lines: list[int]
     cells: list[str] | None
+    raw: str  # the record's first physical line (shown when it is an error)
 
 
 def _records(lines: Iterator[tuple[int, str]], pending: list[tuple[int, str]]
              ) -> Iterator[_Record]:
     """CSV records with the physical lines they span (a quoted cell may hold line breaks)."""
     buf: list[tuple[int, str]] = []
+    quotes = 0
     for n, line in _chain(pending, lines):
         buf.append((n, line))
-        if sum(t.count('"') for _, t in buf) % 2:
+        quotes += line.count('"')
+        if quotes % 2:
             continue  # inside a quoted cell: the record goes on
-        yield _Record([k for k, _ in buf], _cells("\n".join(t for _, t in buf)))
-        buf = []
+        yield _Record([k for k, _ in buf], _cells("\n".join(t for _, t in buf)), buf[0][1])
+        buf, quotes = [], 0
     if buf:
-        yield _Record([k for k, _ in buf], None)
+        yield _Record([k for k, _ in buf], None, buf[0][1])
 
 
 def _chain(first: list[tuple[int, str]], rest: Iterator[tuple[int, str]]
@@ -402,8 +412,8 @@ def _framed_csv(layout: _CsvLayout, lines: Iterator[tuple[int, str]],
     keyed.sort(key=lambda pair: pair[0])  # stable: ties keep the file's (true) order
     for _, rec in keyed:
         if rec.cells is None:
-            w.error(rec.lines[0], "not a CSV record of the export (unbalanced quotes?)",
-                    f"line {rec.lines[0]}")
+            w.error(rec.lines[0], f"not a record of the CSV export: its quotes do not close "
+                                  f"(it runs over {len(rec.lines)} lines)", rec.raw)
             for n in rec.lines[1:]:
                 w.skip(n, "csv_continuation")
             continue
