@@ -18,6 +18,7 @@ from .sniff import Sniffed, SniffError, sniff
 from .writer import LineAccount
 
 ERRORS_SHOWN = 5  # error rows listed per file in the summary
+ERRORS_KEPT = 100  # … and in the JSON summary
 
 
 class UsageError(ValueError):
@@ -76,7 +77,7 @@ class FileSummary:
     account: LineAccount
     rows: int  # valid rows written
     error_rows: int
-    errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # the first (line, reason)
 
     def to_json(self) -> dict[str, Any]:
         a = self.account
@@ -112,7 +113,7 @@ class ConvertResult:
 
 
 def _count_rows(path: str) -> tuple[int, int, list[tuple[int, str]]]:
-    """(valid rows, error rows, every error's (line, reason)) of a converted file."""
+    """(valid rows, error rows, the first errors' (line, reason)) of a converted file."""
     rows = errors = 0
     found: list[tuple[int, str]] = []
     with open(path, encoding="utf-8") as fh:
@@ -120,7 +121,8 @@ def _count_rows(path: str) -> tuple[int, int, list[tuple[int, str]]]:
             obj = json.loads(line)
             if "__error" in obj:
                 errors += 1
-                found.append((obj.get("__line"), obj["__error"]))
+                if len(found) < ERRORS_KEPT:
+                    found.append((obj.get("__line"), obj["__error"]))
             else:
                 rows += 1
     return rows, errors, found
@@ -203,14 +205,15 @@ def render(result: ConvertResult, console) -> None:
     for f in result.files:
         if f.why:
             console.print(f"{escape(f.origin)}: format {f.fmt}, chosen from "
-                          f"{escape(f.why)}", highlight=False)
+                          f"{escape(f.why)}", highlight=False, soft_wrap=True)
         for n, reason in f.errors[:ERRORS_SHOWN]:
-            console.print(f"  {escape(f.origin)}:{n}: {escape(reason)}", highlight=False)
-        if len(f.errors) > ERRORS_SHOWN:
-            console.print(f"  … and {len(f.errors) - ERRORS_SHOWN} more error rows in "
-                          f"{escape(f.origin)}", highlight=False)
+            console.print(f"  {escape(f.origin)}:{n}: {escape(reason)}", highlight=False,
+                          soft_wrap=True)
+        if f.error_rows > ERRORS_SHOWN:
+            console.print(f"  … and {f.error_rows - ERRORS_SHOWN} more error rows in "
+                          f"{escape(f.origin)}", highlight=False, soft_wrap=True)
     outputs = sorted({str(Path(f.account.path).parent) for f in result.files})
     console.print(f"{t['rows']} rows, {t['error_rows']} error rows from {t['lines']} lines "
                   f"({t['recognised']} recognised, {sum(t['skipped'].values())} skipped, "
                   f"{t['unaccounted']} unaccounted) → {escape(', '.join(outputs))}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)

@@ -36,12 +36,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .lines import open_lines
 from .writer import RowWriter
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # the start of a log line: a dated or time-only timestamp, bracketed or not
 _LOG_START = re.compile(r"^\s*\[?\s*(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}")
@@ -122,12 +123,16 @@ def iso_time(value: Any) -> str | None:
     """A timestamp a log line can start with (ISO-8601, read by LogClock), from the usual
     forms of a log platform: ISO (with or without a zone), epoch seconds or milliseconds
     (a number or a digit string), log4j2's ``instant``, Kibana's ``Jan 17, 2020 @ …``."""
+    ms: int | None = None
     if isinstance(value, dict) and "epochSecond" in value:  # log4j2 JsonLayout instant
-        value = int(value["epochSecond"]) + int(value.get("nanoOfSecond", 0)) / 1e9
+        try:
+            ms = int(value["epochSecond"]) * 1000 + int(value.get("nanoOfSecond", 0)) // 10**6
+        except (TypeError, ValueError):
+            return None
     if isinstance(value, str):
         text = value.strip()
         if re.fullmatch(r"\d{9,13}(?:\.\d+)?", text):
-            value = float(text)
+            value = float(text) if "." in text else int(text)
         else:
             m = re.match(_ISO, text)
             if m:
@@ -137,12 +142,13 @@ def iso_time(value: Any) -> str | None:
             except ValueError:
                 return None
             return dt.isoformat(timespec="milliseconds")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    seconds = value / 1000 if value > 1e11 else value
+    if ms is None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        ms = round(value) if value > 1e11 else round(value * 1000)  # ms, else seconds
     try:
-        dt = datetime.fromtimestamp(seconds, tz=UTC)
-    except (OverflowError, OSError, ValueError):
+        dt = _EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
         return None
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -246,8 +252,9 @@ def _strip_outer(line: str) -> tuple[str, str | None]:
                 continue
             if when is None:
                 break
-            # no time of its own: the outer one (an ISO prefix is already at the start)
-            return (line if line.startswith(when) else f"{when} {rest}"), when
+            # no time of its own: the outer one (a bare ISO prefix is already at the start)
+            bare = _OUTER_TS.match(line) is not None and not _SYSLOG_5424.match(line)
+            return (line if bare else f"{when} {rest}"), when
         m = _GREP.match(line)
         if m and _LETTER.search(m.group("file")) and not _DATE.match(m.group("file")):
             rest = line[m.end():]
