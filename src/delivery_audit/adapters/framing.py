@@ -88,6 +88,18 @@ _THREAD_KEYS = ("thread_name", "threadName", "thread", "process.thread.name",
 _LEVEL_KEYS = ("level", "log.level", "severity", "levelname", "loglevel", "@l")
 
 
+class FramedLine(str):
+    """The log line an adapter reads, with the file's line it was framed from: an error row
+    shows the ``original`` (RowWriter.error), as the file has it."""
+
+    original: str
+
+    def __new__(cls, text: str, original: str) -> FramedLine:
+        obj = super().__new__(cls, text)
+        obj.original = original
+        return obj
+
+
 @dataclass
 class Framed:
     """One physical line, framed: the log line to read, or the kind it is skipped as."""
@@ -425,7 +437,7 @@ def _framed_csv(layout: _CsvLayout, lines: Iterator[tuple[int, str]],
                 w.skip(n, "csv_continuation")
             continue
         text, more = _csv_event(layout, rec.cells)
-        yield rec.lines[0], text
+        yield rec.lines[0], FramedLine(text, rec.raw)
         for n, extra in zip(rec.lines[1:], [*more, *[None] * len(rec.lines)], strict=False):
             framed = frame_text(extra) if extra is not None else Framed(None, "csv_continuation")
             if framed.text is None:
@@ -433,7 +445,7 @@ def _framed_csv(layout: _CsvLayout, lines: Iterator[tuple[int, str]],
             elif not framed.text.strip():
                 w.skip(n, "blank")
             else:
-                yield n, framed.text
+                yield n, FramedLine(framed.text, extra)
 
 
 def framed_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str]]:
@@ -458,4 +470,4 @@ def framed_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str]]:
         if framed.text is None:
             w.skip(n, framed.skip or "unrelated_log_line")
             continue
-        yield n, framed.text
+        yield n, FramedLine(framed.text, line)

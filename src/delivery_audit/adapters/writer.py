@@ -120,6 +120,7 @@ class RowWriter:
             self.recognised += 1
 
     def error(self, line_no: int, reason: str, raw: str) -> None:
+        raw = getattr(raw, "original", raw)  # a framed line (framing.py): the file's text
         obj = {n: None for n in self.names}
         obj.update({"__file": self.origin, "__line": line_no, "__error": reason,
                     "__raw": raw[:RAW_LIMIT]})
