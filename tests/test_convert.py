@@ -364,6 +364,10 @@ def test_json_structured_logs():
     # Docker's json-file driver: the original line inside, its own time wins
     docker = {"log": KAFFE + "\n", "stream": "stdout", "time": "2019-07-23T09:12:56.500Z"}
     assert _text(json.dumps(docker)) == _text(KAFFE)
+    # GELF (Graylog): seconds with a fraction, a numeric syslog level (not a word: left out)
+    gelf = {"version": "1.1", "host": "app-1", "short_message": REVOKE, "timestamp": 1758866582.617,
+            "level": 6, "_logger_name": logger, "_thread_name": "kafka-consumer-1"}
+    assert _text(json.dumps(gelf)) == want.replace(" INFO ", " ")
     # a JSON object that is no log event (no message) stays as it is
     assert _text('{"name":"startup_complete"}') == '{"name":"startup_complete"}'
 
