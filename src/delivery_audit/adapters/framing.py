@@ -258,7 +258,7 @@ def _strip_outer(line: str) -> tuple[str, str | None]:
         if found is not None:
             when, end = found
             rest = line[end:]
-            if _inner_starts(rest) or not rest.strip():
+            if _inner_starts(rest) or not rest.strip() or _STACK.match(rest):
                 outer = when or outer
                 line = rest
                 continue
