@@ -74,7 +74,7 @@ _KIBANA_TS = re.compile(rf"^\s*(?:{_MONTHS}) \d{{1,2}}, \d{{4}} @ \d\d:\d\d:\d\d
 _KIBANA_FMT = "%b %d, %Y @ %H:%M:%S.%f"
 # "(org.apache.kafka….ConsumerCoordinator:123)" at the end of a log4j line, and the MDC some
 # images append after it (" - app=connect, clusterId=confluent, server=0")
-_LOG4J_TAIL = re.compile(r"(?<!\s)\s++\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)"
+_LOG4J_TAIL = re.compile(r"\s\((?:[A-Za-z_$][\w$]*\.)+[A-Za-z_$][\w$]*(?::\d+)?\)"
                          r"(?: - [\w.-]+=[^,\s]*(?:, [\w.-]+=[^,\s]*)*)?\s*$")
 
 _TIME_KEYS = ("@timestamp", "timestamp", "time", "@t", "ts", "date", "datetime", "_time",
@@ -277,13 +277,25 @@ def _strip_outer(line: str) -> tuple[str, str | None]:
     return line, outer
 
 
+def drop_tail(text: str) -> str:
+    """The line without a log4j location tail (read from the last " (": one anchored match,
+    not a search along the line)."""
+    i = text.rfind(" (")
+    if i < 0 or not _LOG4J_TAIL.match(text, i):
+        return text
+    return text[:i].rstrip()
+
+
 def frame_text(line: str) -> Framed:
     """Frame one physical line (not a CSV export's: see :func:`framed_lines`)."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if not line.strip():
         return Framed(line)
-    inner, outer = _strip_outer(line)
+    if line[0] == "[" and not line.startswith("[pod/"):
+        inner, outer = line, None  # "[2024-…] …": no prefix to look for
+    else:
+        inner, outer = _strip_outer(line)
     if inner.lstrip().startswith("{"):
         try:
             obj = json.loads(inner)
@@ -292,12 +304,12 @@ def frame_text(line: str) -> Framed:
         if isinstance(obj, dict):
             text = from_json(obj, outer)
             if text is not None:
-                return Framed(_LOG4J_TAIL.sub("", text))
+                return Framed(drop_tail(text))
     if _STACK.match(inner):
         return Framed(None, "stack_trace")
     if _KIBANA_TS.match(inner):
         return Framed(None, "viewer_timestamp")
-    return Framed(_LOG4J_TAIL.sub("", inner))
+    return Framed(drop_tail(inner))
 
 
 # --- CSV exports of log platforms ------------------------------------------------------

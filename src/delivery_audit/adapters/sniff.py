@@ -33,7 +33,8 @@ _RDKAFKA = re.compile(r"^%\d\|\d+\.\d+\|[A-Z_]+\|")
 # the broker's server.log: the group coordinator, or (a broker log without group lines yet)
 # the broker's own loggers
 _COORDINATOR = re.compile(r"GroupCoordinator|GroupMetadataManager|kafka\.coordinator\.group|"
-                          r"\[Group [^\]]+\] |\((?:kafka\.(?:server|log|cluster|controller|utils)\.|"
+                          r"\[Group [^\]]+\] |"
+                          r"\((?:kafka\.(?:server|log|cluster|controller|utils)\.|"
                           r"state\.change\.logger)|\[(?:Broker|KafkaServer) id=\d+\]")
 _CLIENT = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=|ConsumerCoordinator|"
                      r"kafka\.coordinator\.consumer|KafkaMessageListenerContainer|"
