@@ -115,8 +115,10 @@ def test_convert_lists_error_rows_and_an_option_fixes_them(tmp_path):
     out = _flat(result.stdout)
     assert f"{faust}:1: consumer group unknown: no groupId on the line; set adapters.group" in out
     assert "0 rows, 1 error rows from 15 lines (0 recognised, 14 skipped, 0 unaccounted)" in out
-    doc = _summary("--format", "client-log", "--source", "events", faust, "--option",
-                   "group=risk-faust-v15", "--out", str(tmp_path / "b"))
+    config = tmp_path / "audit.json"  # --option goes over the config's adapters:
+    config.write_text(json.dumps({"adapters": {"group": "another-group", "date": "2018-05-09"}}))
+    doc = _summary("--format", "client-log", "--source", "events", faust, "--config",
+                   str(config), "--option", "group=risk-faust-v15", "--out", str(tmp_path / "b"))
     f = doc["files"][0]
     assert (f["rows"], f["error_rows"], f["skipped"]) == (
         1, 0, {"blank": 2, "stack_trace": 6, "unrelated_log_line": 6})
