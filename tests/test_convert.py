@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from delivery_audit.adapters import ADAPTERS, convert
 from delivery_audit.adapters.convert_command import UsageError, parse_options
-from delivery_audit.adapters.framing import frame_text, framed_lines
+from delivery_audit.adapters.framing import csv_layout, frame_text, framed_lines
 from delivery_audit.adapters.sniff import SniffError, sniff
 from delivery_audit.adapters.writer import RowWriter
 from delivery_audit.cli import app
@@ -402,6 +402,19 @@ def test_csv_export_kibana_time_column(tmp_path):
     assert [(r["event"], r["ts"], r["__line"]) for r in rows] == [
         ("left_group", 1579256664876, 3), ("revoked", 1579256664877, 2)]
     assert account.skipped == {"csv_header": 1}
+
+
+@pytest.mark.parametrize(("header", "cols"), [
+    ('"_time","host","source","sourcetype","_raw"', (0, 4)),  # Splunk
+    ("@timestamp,@message,@logStream,@log", (0, 1)),  # CloudWatch Logs Insights
+    ("Date,Host,Service,Message", (0, 3)),  # Datadog
+    ('"timestamp","source","message","level","thread_name","logger_name"', (0, 2)),  # Graylog
+    ('"Time","Line"', (0, 1)),  # Grafana (Loki)
+], ids=["splunk", "cloudwatch", "datadog", "graylog", "grafana"])
+def test_csv_export_headers(header, cols):
+    layout = csv_layout(header)
+    assert layout is not None and layout.header
+    assert (layout.time_col, layout.message_col) == cols
 
 
 def test_csv_record_whose_quotes_do_not_close_is_an_error(tmp_path):
