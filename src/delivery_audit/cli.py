@@ -217,7 +217,11 @@ def convert(
         result = run_convert(fmt, source, [str(f) for f in files], out, cfg)
     except (UsageError, ValueError) as exc:
         _fail(str(exc), code=2)
-    except Exception as exc:  # noqa: BLE001 - an unreadable input (InputError), named
+    except Exception as exc:
+        # an unreadable input (ingest's InputError, named by class: importing it would
+        # import pyspark) or file; anything else is a bug, shown with its traceback
+        if type(exc).__name__ != "InputError" and not isinstance(exc, OSError):
+            raise
         _fail(str(exc), code=1)
     if json_out:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
