@@ -17,6 +17,7 @@ import gzip
 import io
 import json
 import re
+import zlib
 from dataclasses import dataclass
 
 from .framing import csv_layout, frame_text
@@ -81,7 +82,7 @@ def sniff(path: str, origin: str | None = None,
     name = origin or path
     try:
         head = _head(path)
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise SniffError(f"{name}: cannot be read to tell its format: {exc}") from exc
     if not head:
         raise SniffError(f"{name}: empty, its format cannot be told; give --format")
