@@ -163,10 +163,11 @@ def test_convert_usage_errors_exit_2(tmp_path):
 def test_convert_unreadable_input_exits_1(tmp_path):
     path = tmp_path / "cut.log.gz"
     path.write_bytes(b"\x1f\x8b\x08\x00cut")  # a gzip header and nothing whole after it
-    result = _cli("--format", "client-log", "--source", "events", str(path), "--out",
-                  str(tmp_path / "out"))
-    assert result.exit_code == 1
-    assert f"{path}: cannot be read" in _flat(result.output)
+    for fmt in ("client-log", "auto"):
+        result = _cli("--format", fmt, "--source", "events", str(path), "--out",
+                      str(tmp_path / "out"))
+        assert result.exit_code == 1, fmt
+        assert f"{path}: cannot be read" in _flat(result.output)
 
 
 def test_convert_auto_refuses_a_file_it_cannot_tell(tmp_path):

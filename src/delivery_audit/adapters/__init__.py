@@ -90,11 +90,11 @@ def _file_format(fmt: str, source: str, path: str, origin: str, sniffed: list | 
     if fmt != AUTO:
         return fmt
     from ..ingest.files import InputError
-    from .sniff import SniffError, sniff
+    from .sniff import SniffError, UnreadableInput, sniff
 
     try:
         choice = sniff(path, origin)
-    except SniffError as exc:
+    except (SniffError, UnreadableInput) as exc:
         raise InputError(str(exc)) from exc
     if source not in ADAPTERS[choice.fmt].SOURCES:
         raise InputError(f"{origin}: looks like {choice.fmt} ({choice.reason}), which does "

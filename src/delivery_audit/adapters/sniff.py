@@ -51,6 +51,10 @@ class SniffError(ValueError):
     """The format of a file cannot be told from its content."""
 
 
+class UnreadableInput(OSError):
+    """The file cannot be read at all (a corrupt gzip stream, an I/O error)."""
+
+
 @dataclass(frozen=True)
 class Sniffed:
     fmt: str
@@ -83,7 +87,7 @@ def sniff(path: str, origin: str | None = None,
     try:
         head = _head(path)
     except (OSError, EOFError, zlib.error) as exc:
-        raise SniffError(f"{name}: cannot be read to tell its format: {exc}") from exc
+        raise UnreadableInput(f"{name}: cannot be read: {type(exc).__name__}: {exc}") from exc
     if not head:
         raise SniffError(f"{name}: empty, its format cannot be told; give --format")
     counts = {"producer": 0, "consumer": 0, "dump": 0, "rdkafka": 0, "coordinator": 0,
