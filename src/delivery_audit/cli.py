@@ -188,6 +188,47 @@ def explain(
         render(answer, console)
 
 
+@app.command()
+def convert(
+    files: Annotated[list[Path], typer.Argument(help="input files (tool output, logs)")],
+    fmt: Annotated[str, typer.Option("--format", help="an adapter format, or auto (sniffed "
+                                                       "from each file's first lines)")],
+    source: Annotated[str, typer.Option(help="the source they feed: sends, broker, ledger "
+                                             "or events")],
+    out: Annotated[Path, typer.Option(help="directory for the canonical JSON Lines")],
+    option: Annotated[list[str] | None, typer.Option(
+        help="adapters.KEY=VALUE (JSON values; dotted keys: seq.from=header)")] = None,
+    config: Annotated[Path | None, typer.Option(help="audit config (its adapters:)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")
+                        ] = False,
+) -> None:
+    """Convert tool output and logs to the canonical JSON Lines `run` ingests, and say what
+    became of every line. No Spark."""
+    from .adapters.convert_command import (
+        UsageError,
+        build_config,
+        parse_options,
+        render,
+        run_convert,
+    )
+
+    try:
+        cfg = build_config(config, parse_options(option or []))
+        result = run_convert(fmt, source, [str(f) for f in files], out, cfg)
+    except (UsageError, ValueError) as exc:
+        _fail(str(exc), code=2)
+    except Exception as exc:
+        # an unreadable input (ingest's InputError, named by class: importing it would
+        # import pyspark) or file; anything else is a bug, shown with its traceback
+        if type(exc).__name__ != "InputError" and not isinstance(exc, OSError):
+            raise
+        _fail(str(exc), code=1)
+    if json_out:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
+    else:
+        render(result, console)
+
+
 def _split_format(text: str) -> tuple[str, str]:
     from .schemas import SOURCES
 

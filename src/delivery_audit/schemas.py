@@ -6,99 +6,11 @@ raw value is parsed (contract §8 rules 1–3) and the Spark type it becomes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import types as T
 
-SOURCES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
+from .fields import CONTROLS, EVENT_TYPES, FIELDS, OUTCOMES, SEND_STATUSES, SOURCES, Field
 
-SEND_STATUSES = ("acked", "failed", "timeout")
-OUTCOMES = ("success", "failure", "skipped")
-CONTROLS = ("commit", "abort")  # a transaction marker's kind (contract §9)
-EVENT_TYPES = (
-    "assigned", "revoked", "lost", "commit", "commit_failed", "left_group", "joined_group",
-)
-
-_SPARK_TYPES: dict[str, T.DataType] = {
-    "string": T.StringType(),
-    "key": T.StringType(),
-    "enum": T.StringType(),
-    "long": T.LongType(),
-    "int": T.IntegerType(),
-    "nonneg_long": T.LongType(),
-    "nonneg_int": T.IntegerType(),
-    "timestamp": T.TimestampType(),
-    "bool": T.BooleanType(),
-}
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    kind: str  # a key of _SPARK_TYPES
-    required: bool = False
-    allowed: tuple[str, ...] = ()
-
-    @property
-    def spark_type(self) -> T.DataType:
-        return _SPARK_TYPES[self.kind]
-
-
-FIELDS: dict[str, tuple[Field, ...]] = {
-    "sends": (
-        Field("send_ts", "timestamp", required=True),
-        Field("topic", "string", required=True),
-        Field("key", "key"),
-        Field("seq", "long", required=True),
-        Field("status", "enum", required=True, allowed=SEND_STATUSES),
-        Field("partition", "nonneg_int"),
-        Field("offset", "nonneg_long"),
-        Field("ack_ts", "timestamp"),
-        Field("attempt", "int"),
-        Field("producer_id", "string"),
-        Field("idempotent", "bool"),
-        Field("error", "string"),
-        Field("transactional_id", "string"),
-    ),
-    "broker": (
-        Field("topic", "string", required=True),
-        Field("partition", "nonneg_int", required=True),
-        Field("offset", "nonneg_long", required=True),
-        Field("key", "key"),
-        Field("seq", "long"),
-        Field("timestamp", "timestamp"),
-        Field("producer_id", "string"),
-        Field("pid", "long"),
-        Field("producer_epoch", "int"),
-        Field("batch_sequence", "int"),
-        Field("transactional", "bool"),
-        Field("control", "enum", allowed=CONTROLS),
-    ),
-    "ledger": (
-        Field("group_id", "string", required=True),
-        Field("member_id", "string", required=True),
-        Field("topic", "string", required=True),
-        Field("partition", "nonneg_int", required=True),
-        Field("offset", "nonneg_long", required=True),
-        Field("key", "key"),
-        Field("seq", "long"),
-        Field("started_ts", "timestamp", required=True),
-        Field("finished_ts", "timestamp"),
-        Field("outcome", "enum", required=True, allowed=OUTCOMES),
-        Field("generation", "int"),
-    ),
-    "events": (
-        Field("group_id", "string", required=True),
-        Field("member_id", "string"),
-        Field("ts", "timestamp", required=True),
-        Field("event", "enum", required=True, allowed=EVENT_TYPES),
-        Field("topic", "string"),
-        Field("partition", "nonneg_int"),
-        Field("offset", "nonneg_long"),
-        Field("generation", "int"),
-        Field("detail", "string"),
-    ),
-}
+__all__ = ["CONTROLS", "EVENT_TYPES", "FIELDS", "OUTCOMES", "SEND_STATUSES", "SOURCES", "Field"]
 
 # The column that places a row in time, for the window's read bound (rule 6).
 TIME_COLUMN: dict[str, str] = {

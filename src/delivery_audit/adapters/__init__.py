@@ -25,7 +25,9 @@ from . import (
 from .options import Options, stem
 from .writer import LineAccount, RowWriter
 
-__all__ = ["ADAPTERS", "LineAccount", "convert"]
+__all__ = ["ADAPTERS", "AUTO", "LineAccount", "convert"]
+
+AUTO = "auto"  # the format of each file sniffed from its first lines (sniff.py)
 
 ADAPTERS = {
     "kafka-verifiable-producer": verifiable_producer,
@@ -39,18 +41,21 @@ ADAPTERS = {
 
 def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir: Path,
             config: AuditConfig, window=None,
-            accounts: list[LineAccount] | None = None) -> tuple[list[str], dict[str, int]]:
+            accounts: list[LineAccount] | None = None,
+            sniffed: list | None = None) -> tuple[list[str], dict[str, int]]:
     """Convert the files of one source; returns the written paths and extra counts.
 
     ``window`` (optional) gives the day of time-only log lines when the config's
     ``adapters.date`` does not. ``accounts``, when given, receives each file's
-    :class:`LineAccount` (what became of every line).
+    :class:`LineAccount` (what became of every line). With ``fmt`` ``auto`` each file's
+    format is sniffed from its content (``sniffed``, when given, receives each file's
+    :class:`~.sniff.Sniffed` choice and reason).
     """
-    if fmt not in ADAPTERS:
-        raise ValueError(f"no adapter for format {fmt!r} (one of {', '.join(ADAPTERS)})")
-    module = ADAPTERS[fmt]
-    if source not in module.SOURCES:
-        raise ValueError(f"format {fmt!r} does not carry {source}")
+    if fmt != AUTO:
+        if fmt not in ADAPTERS:
+            raise ValueError(f"no adapter for format {fmt!r} (one of {', '.join(ADAPTERS)})")
+        if source not in ADAPTERS[fmt].SOURCES:
+            raise ValueError(f"format {fmt!r} does not carry {source}")
     if len(files) != len(origins):
         raise ValueError("files and origins differ in length")
     opts = Options.from_config(config, window)
@@ -59,6 +64,7 @@ def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir
     written: list[str] = []
     counts: dict[str, int] = {}
     for i, (path, origin) in enumerate(zip(files, origins, strict=True)):
+        module = ADAPTERS[_file_format(fmt, source, path, origin, sniffed)]
         target = out_dir / f"{i:05d}_{stem(origin)[:60] or 'input'}.{source}.jsonl"
         with RowWriter(target, source, origin) as writer:
             try:
@@ -76,3 +82,23 @@ def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir
         for k, v in writer.counts.items():
             counts[k] = counts.get(k, 0) + v
     return written, counts
+
+
+def _file_format(fmt: str, source: str, path: str, origin: str, sniffed: list | None) -> str:
+    """The adapter of one file: ``fmt``, or with ``auto`` the sniffed one (an InputError
+    naming the file when it cannot be told or does not carry ``source``)."""
+    if fmt != AUTO:
+        return fmt
+    from ..ingest.files import InputError
+    from .sniff import SniffError, UnreadableInput, sniff
+
+    try:
+        choice = sniff(path, origin)
+    except (SniffError, UnreadableInput) as exc:
+        raise InputError(str(exc)) from exc
+    if source not in ADAPTERS[choice.fmt].SOURCES:
+        raise InputError(f"{origin}: looks like {choice.fmt} ({choice.reason}), which does "
+                         f"not carry {source} (it feeds {', '.join(ADAPTERS[choice.fmt].SOURCES)})")
+    if sniffed is not None:
+        sniffed.append(choice)
+    return choice.fmt

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 
 from .clock import LogClock
-from .lines import open_lines
+from .framing import framed_lines
 from .options import Options
 from .writer import RowWriter
 
@@ -111,7 +111,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     clock = LogClock(opts)
     ctx = _Context(opts, origin)
     last_ts: int | None = None
-    for n, line in open_lines(path, w):
+    for n, line in framed_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
                 w.skip(n, "blank")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from .clock import LogClock
-from .lines import open_lines
+from .framing import framed_lines
 from .options import Options
 from .writer import RowWriter
 
@@ -113,7 +113,7 @@ def _events(text: str, opts: Options) -> list[dict]:
 
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     clock = LogClock(opts)
-    for n, line in open_lines(path, w):
+    for n, line in framed_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
                 w.skip(n, "blank")

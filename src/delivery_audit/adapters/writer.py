@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..schemas import FIELDS
+from ..fields import FIELDS
 
 RAW_LIMIT = 10_000  # characters of the original line kept in an error row
 
@@ -46,7 +46,7 @@ class LineAccount:
 
     @property
     def unaccounted(self) -> int:
-        """Lines the adapter never classified (a bug in the adapter)."""
+        """Lines read that were never classified (0 unless an adapter has a bug)."""
         return self.lines - self.recognised - sum(self.skipped.values()) - self.error_lines
 
 
@@ -120,6 +120,7 @@ class RowWriter:
             self.recognised += 1
 
     def error(self, line_no: int, reason: str, raw: str) -> None:
+        raw = getattr(raw, "original", raw)  # a framed line (framing.py): the file's text
         obj = {n: None for n in self.names}
         obj.update({"__file": self.origin, "__line": line_no, "__error": reason,
                     "__raw": raw[:RAW_LIMIT]})
