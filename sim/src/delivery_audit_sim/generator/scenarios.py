@@ -9,12 +9,14 @@ Each fault family has a minimum count in the scenarios that feature it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from . import faults_broker as fb
 from . import faults_consumer as fc
 from . import faults_producer as fp
 from . import faults_rebalance as fr
+from . import faults_txn as ft
 from .model import HOUR, MIN, GroupSpec, Sim, TopicSpec
 
 ORDERS = TopicSpec("orders", 6, 0.55, "cust", producers=3, idempotent=True)
@@ -46,6 +48,9 @@ DEFAULT_RATES: dict[str, float] = {
     # consumer side
     "skip_crash": 0.0001, "poison": 0.0001, "retry_success": 0.0004, "batch_retry": 0.0001,
     "process_reorder": 0.0002, "gc_pause": 0.00003,
+    # transactions (exactly-once only)
+    "txn_committed": 0.01, "txn_interleaved": 0.002, "txn_abort_resend": 0.004,
+    "txn_abort_lost": 0.002, "zombie": 0.001,
     # episodes per run / shares
     "storms": 1, "unlogged": 0.0, "log_duplicates": 0.0,
 }
@@ -59,6 +64,8 @@ class Scenario:
     plan: Callable[[Sim], None]
     rates: dict[str, float]
     story: str
+    transactional: bool = False      # writes the §9 fields (transactional, control, ...)
+    config: dict[str, Any] = field(default_factory=dict)   # top-level config.yaml settings
 
 
 def _window(sim: Sim) -> tuple[int, int]:
@@ -163,6 +170,37 @@ def plan_mixed(sim: Sim) -> None:
                                              sim.start + (h + 3) * HOUR))
 
 
+def plan_exactly_once(sim: Sim) -> None:
+    ti = sim.ti["transfers"]
+    ph, po = (int(x) for x in sim.rng.choice(sim.topics[ti].partitions, size=2, replace=False))
+    # the two slots kept to the end first: nothing may follow them in their partitions
+    sim.place(lambda: ft.hanging(sim, ti, ph, sim.start + 14 * HOUR, sim.start + 18 * HOUR))
+    sim.place(lambda: ft.recent_open(sim, ti, po))
+    lo, hi = _window(sim)
+    for k in range(sim.count("txn_committed", 5)):   # one in five is a long transaction
+        sim.place(lambda k=k: ft.committed(sim, ti, lo, hi, long_=k % 5 == 0))
+    _many(sim, "txn_interleaved", 2, lambda: ft.interleaved(sim, ti, lo, hi))
+    _many(sim, "txn_abort_resend", 3, lambda: ft.abort_resend(sim, ti, lo, hi))
+    for k in range(sim.count("txn_abort_lost", 3)):
+        sim.place(lambda k=k: ft.abort_lost(sim, ti, lo, hi, logless=k % 3 == 2))
+    _many(sim, "zombie", 2, lambda: ft.zombie(sim, ti, lo, hi))
+
+
+TRANSFERS = TopicSpec("transfers", 4, 0.0, "xfer", producers=1, idempotent=True)
+SETTLEMENT = GroupSpec(
+    "settlement", ("settlement-1", "settlement-2"), ("payments", "transfers"),
+    {"max.poll.records": 500, "max.poll.interval.ms": 300_000, "session.timeout.ms": 45_000,
+     "heartbeat.interval.ms": 3_000, "enable.auto.commit": False,
+     "isolation.level": "read_committed", "latency_sla_ms": 60_000},
+    ledger_keys=True, proc_ms=(2, 30), lag_ms=(5, 250))
+AUDIT_EXPORT = GroupSpec(
+    "audit-export", ("audit-export-1",), ("transfers",),
+    {"max.poll.records": 500, "max.poll.interval.ms": 300_000, "session.timeout.ms": 45_000,
+     "heartbeat.interval.ms": 3_000, "enable.auto.commit": True,
+     "isolation.level": "read_uncommitted", "latency_sla_ms": 30_000},
+    ledger_keys=False, proc_ms=(1, 15), lag_ms=(5, 300))
+
+
 def _mixed_topics() -> tuple[TopicSpec, ...]:
     return (replace(ORDERS, weight=0.5), replace(PAYMENTS, weight=0.3, unlogged=True),
             replace(FANS, weight=0.2))
@@ -195,6 +233,13 @@ SCENARIO_TABLE: dict[str, Scenario] = {
         "mixed", _mixed_topics(), (BILLING, SHIPPING, FANS_GROUP), plan_mixed,
         {"storms": 1, "log_duplicates": 0.0005, "unlogged": 0.03},
         "Everything at once over three topics and three groups."),
+    "exactly-once": Scenario(
+        "exactly-once", (replace(PAYMENTS, weight=1.0), TRANSFERS), (SETTLEMENT, AUDIT_EXPORT),
+        plan_exactly_once, {},
+        "Transactional producers on transfers: commits, aborts with and without re-send, a "
+        "fenced zombie's late write, a hanging and a recent open transaction; a read_committed "
+        "and a read_uncommitted group with latency SLAs.",
+        transactional=True, config={"transaction_timeout_ms": 120_000}),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(SCENARIO_TABLE)
