@@ -49,8 +49,8 @@ DEFAULT_RATES: dict[str, float] = {
     "skip_crash": 0.0001, "poison": 0.0001, "retry_success": 0.0004, "batch_retry": 0.0001,
     "process_reorder": 0.0002, "gc_pause": 0.00003,
     # transactions (exactly-once only)
-    "txn_committed": 0.01, "txn_interleaved": 0.002, "txn_abort_resend": 0.004,
-    "txn_abort_lost": 0.002, "zombie": 0.001,
+    "txn_committed": 0.004, "txn_interleaved": 0.0005, "txn_abort_resend": 0.001,
+    "txn_abort_lost": 0.0005, "zombie": 0.0003,
     # episodes per run / shares
     "storms": 1, "unlogged": 0.0, "log_duplicates": 0.0,
 }
@@ -177,8 +177,8 @@ def plan_exactly_once(sim: Sim) -> None:
     sim.place(lambda: ft.hanging(sim, ti, ph, sim.start + 14 * HOUR, sim.start + 18 * HOUR))
     sim.place(lambda: ft.recent_open(sim, ti, po))
     lo, hi = _window(sim)
-    for k in range(sim.count("txn_committed", 5)):   # one in five is a long transaction
-        sim.place(lambda k=k: ft.committed(sim, ti, lo, hi, long_=k % 5 == 0))
+    for k in range(sim.count("txn_committed", 5)):   # one in ten is a long transaction
+        sim.place(lambda k=k: ft.committed(sim, ti, lo, hi, long_=k % 10 == 0))
     _many(sim, "txn_interleaved", 2, lambda: ft.interleaved(sim, ti, lo, hi))
     _many(sim, "txn_abort_resend", 3, lambda: ft.abort_resend(sim, ti, lo, hi))
     for k in range(sim.count("txn_abort_lost", 3)):
@@ -186,7 +186,7 @@ def plan_exactly_once(sim: Sim) -> None:
     _many(sim, "zombie", 2, lambda: ft.zombie(sim, ti, lo, hi))
 
 
-TRANSFERS = TopicSpec("transfers", 4, 0.0, "xfer", producers=1, idempotent=True)
+TRANSFERS = TopicSpec("transfers", 8, 0.0, "xfer", producers=1, idempotent=True)
 SETTLEMENT = GroupSpec(
     "settlement", ("settlement-1", "settlement-2"), ("payments", "transfers"),
     {"max.poll.records": 500, "max.poll.interval.ms": 300_000, "session.timeout.ms": 45_000,
