@@ -31,6 +31,8 @@ EXPECTED_NONZERO = {
     "exactly-once": {"aborted_read", "hanging_transaction", "zombie_write", "late_delivery",
                      "lost_unacked", "written_despite_failure", "dup_write", "dup_effect",
                      "pending"},
+    "mixed-eos": {"aborted_read", "hanging_transaction", "zombie_write", "redelivery",
+                  "lost_acked", "skipped", "expired_unconsumed", "concurrent_processing"},
 }
 # contract §9: a transactional scenario's truth names these too (appended if the engine's
 # catalogue does not have them yet)
@@ -70,7 +72,7 @@ def generated(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
 
 def test_api_and_truth_format(generated):
     assert SCENARIOS == ("clean", "rebalance-storm", "producer-retry", "broker-loss",
-                         "consumer-loss", "mixed", "exactly-once")
+                         "consumer-loss", "mixed", "exactly-once", "mixed-eos")
     for sc, (d, truth) in generated.items():
         assert json.loads((d / "truth.json").read_text()) == truth
         assert set(truth) == {"scenario", "seed", "messages", "window", "judged", "anomalies",
@@ -79,7 +81,7 @@ def test_api_and_truth_format(generated):
         assert truth["window"] == {"start": "2024-05-01T00:00:00Z",
                                    "end": "2024-05-02T00:00:00Z", "grace_minutes": 60}
         names = ANOMALY_NAMES
-        if sc == "exactly-once":
+        if sc in ("exactly-once", "mixed-eos"):
             names += tuple(n for n in TXN_NAMES if n not in ANOMALY_NAMES)
         assert tuple(truth["anomalies"]) == names
         assert tuple(truth["by_cause"]["dup_write"]) == DUP_WRITE_CAUSES

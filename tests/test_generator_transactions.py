@@ -238,6 +238,20 @@ def test_deterministic_for_a_seed(tmp_path):
         .read_bytes()
 
 
+def test_mixed_eos_adds_transactions_to_mixed(tmp_path):
+    truth = generate_scenario("mixed-eos", 2000, 7, START, tmp_path / "me")
+    a = truth["anomalies"]
+    # every anomaly but late_delivery (no SLA there: mixed's groups have late episodes)
+    assert all(v > 0 for n, v in a.items() if n != "late_delivery"), a
+    assert a["late_delivery"] == 0
+    assert truth["by_cause"]["aborted_read"]["read_uncommitted"] == a["aborted_read"]
+    cfg = load_config(tmp_path / "me" / "config.yaml")
+    assert cfg.group("billing").get("isolation.level") == "read_committed"
+    assert "transfers" in cfg.group("billing").topics
+    res = reference_audit(tmp_path / "me", truth["window"]["start"], truth["window"]["end"])
+    assert comparable(res) == comparable(truth)
+
+
 def test_other_scenarios_write_no_transactional_fields(tmp_path):
     truth = generate_scenario("mixed", 400, 1, START, tmp_path / "m", fmt="parquet")
     for source, extra in (("sends", "transactional_id"), ("broker", "transactional"),

@@ -30,7 +30,8 @@ START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
 SIZES = {"mixed": 2000}
 # scenarios whose truth needs detection the engine may not have yet
-PENDING = {"exactly-once": "needs §9 detection (transactions, latency)"}
+PENDING = {"exactly-once": "needs §9 detection (transactions, latency)",
+           "mixed-eos": "needs §9 detection (transactions)"}
 # top-level config settings a scenario may write (none is set by two scenarios)
 TOP_LEVEL = ("transaction_timeout_ms", "latency_sla_ms")
 

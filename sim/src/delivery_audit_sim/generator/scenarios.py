@@ -170,20 +170,41 @@ def plan_mixed(sim: Sim) -> None:
                                              sim.start + (h + 3) * HOUR))
 
 
-def plan_exactly_once(sim: Sim) -> None:
-    ti = sim.ti["transfers"]
+def _plan_open_transactions(sim: Sim, ti: int) -> None:
+    """The two slots kept to the end go first: nothing may follow them in their partitions."""
     ph, po = (int(x) for x in sim.rng.choice(sim.topics[ti].partitions, size=2, replace=False))
-    # the two slots kept to the end first: nothing may follow them in their partitions
     sim.place(lambda: ft.hanging(sim, ti, ph, sim.start + 14 * HOUR, sim.start + 18 * HOUR))
     sim.place(lambda: ft.recent_open(sim, ti, po))
+
+
+def _plan_transactions(sim: Sim, ti: int, minimum: dict[str, int]) -> None:
     lo, hi = _window(sim)
-    for k in range(sim.count("txn_committed", 5)):   # one in ten is a long transaction
+    for k in range(sim.count("txn_committed", minimum["txn_committed"])):  # one in ten long
         sim.place(lambda k=k: ft.committed(sim, ti, lo, hi, long_=k % 10 == 0))
-    _many(sim, "txn_interleaved", 2, lambda: ft.interleaved(sim, ti, lo, hi))
-    _many(sim, "txn_abort_resend", 3, lambda: ft.abort_resend(sim, ti, lo, hi))
-    for k in range(sim.count("txn_abort_lost", 3)):
+    _many(sim, "txn_interleaved", minimum["txn_interleaved"],
+          lambda: ft.interleaved(sim, ti, lo, hi))
+    _many(sim, "txn_abort_resend", minimum["txn_abort_resend"],
+          lambda: ft.abort_resend(sim, ti, lo, hi))
+    for k in range(sim.count("txn_abort_lost", 3)):       # the third one keeps no send log
         sim.place(lambda k=k: ft.abort_lost(sim, ti, lo, hi, logless=k % 3 == 2))
-    _many(sim, "zombie", 2, lambda: ft.zombie(sim, ti, lo, hi))
+    _many(sim, "zombie", minimum["zombie"], lambda: ft.zombie(sim, ti, lo, hi))
+
+
+def plan_exactly_once(sim: Sim) -> None:
+    ti = sim.ti["transfers"]
+    _plan_open_transactions(sim, ti)
+    _plan_transactions(sim, ti, {"txn_committed": 5, "txn_interleaved": 2,
+                                 "txn_abort_resend": 3, "zombie": 2})
+
+
+def plan_mixed_eos(sim: Sim) -> None:
+    """mixed, then transactions on transfers (read_committed by billing, read_uncommitted by
+    audit-export)."""
+    ti = sim.ti["transfers"]
+    _plan_open_transactions(sim, ti)
+    plan_mixed(sim)
+    _plan_transactions(sim, ti, {"txn_committed": 2, "txn_interleaved": 1,
+                                 "txn_abort_resend": 1, "zombie": 1})
 
 
 TRANSFERS = TopicSpec("transfers", 8, 0.0, "xfer", producers=1, idempotent=True)
@@ -239,6 +260,16 @@ SCENARIO_TABLE: dict[str, Scenario] = {
         "Transactional producers on transfers: commits, aborts with and without re-send, a "
         "fenced zombie's late write, a hanging and a recent open transaction; a read_committed "
         "and a read_uncommitted group with latency SLAs.",
+        transactional=True, config={"transaction_timeout_ms": 120_000}),
+    "mixed-eos": Scenario(
+        "mixed-eos", _mixed_topics() + (TRANSFERS,),
+        (replace(BILLING, topics=("orders", "payments", "transfers"),
+                 settings={**BILLING.settings, "isolation.level": "read_committed"}),
+         SHIPPING, FANS_GROUP, replace(AUDIT_EXPORT, settings={
+             k: v for k, v in AUDIT_EXPORT.settings.items() if k != "latency_sla_ms"})),
+        plan_mixed_eos, {"storms": 1, "log_duplicates": 0.0005, "unlogged": 0.03},
+        "mixed, with the exactly-once scenario's transactions on a fourth topic (billing reads "
+        "it read_committed, audit-export read_uncommitted); no latency SLA.",
         transactional=True, config={"transaction_timeout_ms": 120_000}),
 }
 
