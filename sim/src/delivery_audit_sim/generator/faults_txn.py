@@ -124,9 +124,9 @@ class TxnScript:
             parts[r.p].append(r)
         for rows in parts.values():
             rows.sort(key=lambda r: (r.ts, r.local))
-            for i, r in enumerate(rows):          # distinct append times: one offset order
-                if i:
-                    r.ts = max(r.ts, rows[i - 1].ts + 1)
+            for i, r in enumerate(rows):
+                if i and r.ts == rows[i - 1].ts:   # distinct append times: one offset order
+                    raise AssertionError(f"two rows of {self.ep.kind} appended at {r.ts}")
                 r.pos = i
         return parts
 
