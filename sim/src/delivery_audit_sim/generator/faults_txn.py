@@ -71,9 +71,11 @@ def isolation_of(sim: Sim, gi: int) -> str | None:
 class TxnScript:
     """One transactional episode on topic ``ti``: rows, sends, then ``finish()``."""
 
-    def __init__(self, sim: Sim, ti: int, kind: str, to_end: tuple[int, ...] = ()) -> None:
+    def __init__(self, sim: Sim, ti: int, kind: str, to_end: tuple[int, ...] = (),
+                 leaky: bool = False) -> None:
         self.sim = sim
         self.ti = ti
+        self.leaky = leaky   # read_committed groups read this episode's aborted records too
         self.ep = Episode(sim, kind)
         self.rows: list[_Row] = []
         self.sends: list[dict[str, Any]] = []
@@ -189,7 +191,7 @@ class TxnScript:
                 for r, v in zip(rows, vis, strict=True):
                     if r.control is not None:
                         continue
-                    if iso == READ_COMMITTED and r.outcome == "aborted":
+                    if iso == READ_COMMITTED and r.outcome == "aborted" and not self.leaky:
                         continue
                     if v >= NEVER:
                         break
@@ -428,11 +430,14 @@ def interleaved(sim: Sim, ti: int, lo: int, hi: int) -> Episode | None:
     return sc.finish()
 
 
-def abort_resend(sim: Sim, ti: int, lo: int, hi: int) -> Episode | None:
+def abort_resend(sim: Sim, ti: int, lo: int, hi: int, leaky: bool = False) -> Episode | None:
     """The application aborts a transaction (a processing error) and re-sends the same
-    messages 5–90 s later in a new one: the aborted copy then the committed copy."""
+    messages 5–90 s later in a new one: the aborted copy then the committed copy. ``leaky``:
+    the read_committed groups get the aborted records too (a client or broker fault: e.g.
+    a fetch that ignores the isolation level, as librdkafka's mock cluster does)."""
     rng = sim.rng
-    sc = TxnScript(sim, ti, "txn_abort_resend")
+    sc = TxnScript(sim, ti, "txn_abort_resend_leaky" if leaky else "txn_abort_resend",
+                   leaky=leaky)
     prod = _producer(sim, "transfer-service")
     parts = _parts(sim, ti, int(rng.integers(1, 3)))
     items = _items(sc, parts, "ar")

@@ -199,12 +199,15 @@ def plan_exactly_once(sim: Sim) -> None:
 
 def plan_mixed_eos(sim: Sim) -> None:
     """mixed, then transactions on transfers (read_committed by billing, read_uncommitted by
-    audit-export)."""
+    audit-export, the default isolation by shipping), and one abort whose records reach the
+    read_committed group as well."""
     ti = sim.ti["transfers"]
     _plan_open_transactions(sim, ti)
     plan_mixed(sim)
     _plan_transactions(sim, ti, {"txn_committed": 2, "txn_interleaved": 1,
                                  "txn_abort_resend": 1, "zombie": 1})
+    lo, hi = _window(sim)
+    sim.place(lambda: ft.abort_resend(sim, ti, lo, hi, leaky=True))
 
 
 TRANSFERS = TopicSpec("transfers", 8, 0.0, "xfer", producers=1, idempotent=True)
@@ -265,11 +268,13 @@ SCENARIO_TABLE: dict[str, Scenario] = {
         "mixed-eos", _mixed_topics() + (TRANSFERS,),
         (replace(BILLING, topics=("orders", "payments", "transfers"),
                  settings={**BILLING.settings, "isolation.level": "read_committed"}),
-         SHIPPING, FANS_GROUP, replace(AUDIT_EXPORT, settings={
+         replace(SHIPPING, topics=("orders", "transfers")), FANS_GROUP,
+         replace(AUDIT_EXPORT, settings={
              k: v for k, v in AUDIT_EXPORT.settings.items() if k != "latency_sla_ms"})),
         plan_mixed_eos, {"storms": 1, "log_duplicates": 0.0005, "unlogged": 0.03},
         "mixed, with the exactly-once scenario's transactions on a fourth topic (billing reads "
-        "it read_committed, audit-export read_uncommitted); no latency SLA.",
+        "it read_committed, audit-export read_uncommitted, shipping with the default "
+        "isolation); no latency SLA.",
         transactional=True, config={"transaction_timeout_ms": 120_000}),
 }
 
