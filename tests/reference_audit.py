@@ -1,4 +1,4 @@
-"""A brute-force reference evaluator of the audit contract (§2–§4, rules §8).
+"""A brute-force reference evaluator of the audit contract (§2–§4, rules §8, §9).
 
 Pure Python, written straight from the contract text, independent of the
 generator and of the Spark engine: it reads the canonical sources (JSONL or
@@ -27,6 +27,9 @@ ANOMALY_NAMES = (
     "dup_effect", "skipped", "pending", "expired_unconsumed", "write_reorder", "process_reorder",
     "key_partition_split", "concurrent_processing", "retry_after_failure",
 )
+# contract §9 (transactions and latency)
+TXN_ANOMALY_NAMES = ("aborted_read", "hanging_transaction", "zombie_write", "late_delivery")
+ABORTED_READ_CAUSES = ("read_uncommitted", "read_committed", "unknown")
 STATES = ("delivered_once", "delivered_duplicate", "lost_acked", "lost_unacked", "skipped",
           "expired_unconsumed", "pending")
 
@@ -36,22 +39,26 @@ FIELDS = {
               ("seq", "long", True), ("status", "enum", True), ("partition", "nnint", False),
               ("offset", "nnlong", False), ("ack_ts", "ts", False), ("attempt", "int", False),
               ("producer_id", "str", False), ("idempotent", "bool", False),
-              ("error", "str", False)],
+              ("error", "str", False), ("transactional_id", "str", False)],
     "broker": [("topic", "str", True), ("partition", "nnint", True), ("offset", "nnlong", True),
                ("key", "key", False), ("seq", "long", False), ("timestamp", "ts", False),
                ("producer_id", "str", False), ("pid", "long", False),
-               ("producer_epoch", "int", False), ("batch_sequence", "int", False)],
+               ("producer_epoch", "int", False), ("batch_sequence", "int", False),
+               ("transactional", "bool", False), ("control", "enum", False)],
     "ledger": [("group_id", "str", True), ("member_id", "str", True), ("topic", "str", True),
                ("partition", "nnint", True), ("offset", "nnlong", True), ("key", "key", False),
                ("seq", "long", False), ("started_ts", "ts", True), ("finished_ts", "ts", False),
-               ("outcome", "enum", True), ("generation", "int", False)],
+               ("outcome", "enum", True), ("generation", "int", False),
+               ("isolation", "enum", False)],
     "events": [("group_id", "str", True), ("member_id", "str", False), ("ts", "ts", True),
                ("event", "enum", True), ("topic", "str", False), ("partition", "nnint", False),
                ("offset", "nnlong", False), ("generation", "int", False),
                ("detail", "str", False)],
 }
 ENUMS = {
-    "status": ("acked", "failed", "timeout"),
+    "status": ("acked", "failed", "timeout", "aborted"),
+    "control": ("commit", "abort"),
+    "isolation": ("read_committed", "read_uncommitted"),
     "outcome": ("success", "failure", "skipped"),
     "event": ("assigned", "revoked", "lost", "commit", "commit_failed", "left_group",
               "joined_group"),
@@ -145,6 +152,13 @@ def _parse(source: str, raw: Any) -> dict[str, Any]:
     if source == "sends" and row["status"] == "acked" and (
             row["partition"] is None or row["offset"] is None):
         raise Bad("acked send without partition/offset")
+    if source == "broker":                      # rule 20
+        if row["control"] is not None:
+            if row["pid"] is None:
+                raise Bad("control row without pid")
+            row["key"] = row["seq"] = None
+        elif row["transactional"] and row["pid"] is None:
+            raise Bad("transactional row without pid")
     return row
 
 
@@ -228,23 +242,29 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
     sends_of: dict[tuple, list[dict]] = defaultdict(list)
     for r in sends:
         sends_of[(r["topic"], r["key"], r["seq"])].append(r)
+    open_txns = _transactions(broker)
     copies_of: dict[tuple, list[dict]] = defaultdict(list)
+    aborted_of: dict[tuple, list[dict]] = defaultdict(list)   # rule 22: not copies
     at: dict[tuple, dict] = {}
     for r in broker:
         at[(r["topic"], r["partition"], r["offset"])] = r
         if r["seq"] is not None:
-            copies_of[(r["topic"], r["key"], r["seq"])].append(r)
+            ident = (r["topic"], r["key"], r["seq"])
+            (aborted_of if r["_outcome"] == "aborted" else copies_of)[ident].append(r)
     judged: set[tuple] = set()
-    for ident in set(sends_of) | set(copies_of):
+    judged_at: dict[tuple, int] = {}
+    for ident in set(sends_of) | set(copies_of) | set(aborted_of):
         if ident in sends_of:
             first = min(r["send_ts"] for r in sends_of[ident])
-        else:
-            tss = [r["timestamp"] for r in copies_of[ident] if r["timestamp"] is not None]
+        else:   # rule 25: aborted copies judge too
+            tss = [r["timestamp"] for r in copies_of.get(ident, []) + aborted_of.get(ident, [])
+                   if r["timestamp"] is not None]
             if not tss:
                 continue
             first = min(tss)
         if s_ms <= first < e_ms:
             judged.add(ident)
+            judged_at[ident] = first
 
     # -- dump ranges (rule 7) ---------------------------------------------
     rng: dict[tuple, list[int]] = {}
@@ -259,9 +279,10 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
         rng[(str(d["topic"]), int(d["partition"]))] = [int(d["log_start_offset"]),
                                                        int(d["end_offset"])]
 
-    anomalies = dict.fromkeys(ANOMALY_NAMES, 0)
+    anomalies = dict.fromkeys(ANOMALY_NAMES + TXN_ANOMALY_NAMES, 0)
     dup_cause = {"producer_retry": 0, "idempotence_breach": 0, "unknown": 0}
     redel_cause = {"rebalance": 0, "other": 0}
+    aborted_cause = dict.fromkeys(ABORTED_READ_CAUSES, 0)
 
     # -- write side ----------------------------------------------------------
     for ident in judged:
@@ -272,13 +293,13 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
                 anomalies["lost_unacked"] += 1
             elif any(_inside(rng, ident[0], r) for r in acked):
                 anomalies["lost_acked"] += 1
-        elif ss and all(r["status"] in ("failed", "timeout") for r in ss):
+        elif ss and all(r["status"] in ("failed", "timeout", "aborted") for r in ss):
             anomalies["written_despite_failure"] += 1
         if len(cc) >= 2:
             n = len(cc) - 1
             anomalies["dup_write"] += n
             if (len(ss) > 1 or any((r["attempt"] or 1) > 1 for r in ss)
-                    or any(r["status"] in ("failed", "timeout") for r in ss)):
+                    or any(r["status"] in ("failed", "timeout", "aborted") for r in ss)):
                 dup_cause["producer_retry"] += n
             elif any(r["idempotent"] for r in ss):
                 dup_cause["idempotence_breach"] += n
@@ -286,7 +307,9 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
                 dup_cause["unknown"] += n
     if dense:
         carried: dict[tuple, set[int]] = defaultdict(set)
-        for t, k, s in list(sends_of) + list(copies_of):
+        # an aborted copy was sent: it carries its seq (§9 is silent; the generator keeps
+        # identities seen only in aborted copies to one seq per key)
+        for t, k, s in list(sends_of) + list(copies_of) + list(aborted_of):
             carried[(t, k)].add(s)
         jseqs: dict[tuple, list[int]] = defaultdict(list)
         for t, k, s in judged:
@@ -310,7 +333,32 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
             best = s if best is None else max(best, s)
     parts_of_key: dict[tuple, set[int]] = defaultdict(set)
     for r in broker:
-        parts_of_key[(r["topic"], r["key"])].add(r["partition"])
+        if r["control"] is None and r["_outcome"] != "aborted":
+            parts_of_key[(r["topic"], r["key"])].add(r["partition"])
+    # zombie_write (rule 24): below the epoch of an earlier row of the same pid
+    by_pid: dict[tuple, list[dict]] = defaultdict(list)
+    for r in broker:
+        if r["pid"] is not None and r["producer_epoch"] is not None:
+            by_pid[(r["topic"], r["partition"], r["pid"])].append(r)
+    for rs in by_pid.values():
+        best = None
+        for r in sorted(rs, key=lambda r: r["offset"]):
+            if (r["transactional"] and r["control"] is None and best is not None
+                    and r["producer_epoch"] < best and r["seq"] is not None
+                    and (r["topic"], r["key"], r["seq"]) in judged):
+                anomalies["zombie_write"] += 1
+            best = r["producer_epoch"] if best is None else max(best, r["producer_epoch"])
+    # hanging_transaction (rules 24, 25)
+    timeout = int(config.get("transaction_timeout_ms", 60_000))
+    last_ts: dict[tuple, int] = {}
+    for r in broker:
+        if r["timestamp"] is not None:
+            k = (r["topic"], r["partition"])
+            last_ts[k] = max(last_ts.get(k, r["timestamp"]), r["timestamp"])
+    for t, p, first in open_txns:
+        ft = first["timestamp"]
+        if ft is not None and s_ms <= ft < e_ms and last_ts[(t, p)] - ft > timeout:
+            anomalies["hanging_transaction"] += 1
     anomalies["key_partition_split"] = sum(1 for v in parts_of_key.values() if len(v) > 1)
 
     # -- groups (rule 9) -----------------------------------------------------
@@ -326,11 +374,16 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
 
     # ledger resolution (rule 10)
     for r in ledger:
+        b = at.get((r["topic"], r["partition"], r["offset"]))
         if r["seq"] is None:
-            b = at.get((r["topic"], r["partition"], r["offset"]))
             r["_id"] = None if b is None or b["seq"] is None else (r["topic"], b["key"], b["seq"])
         else:
             r["_id"] = (r["topic"], r["key"], r["seq"])
+        # rule 22: a row at an aborted offset counts for aborted_read, went past and overlaps
+        r["_aborted"] = b is not None and b["_outcome"] == "aborted"
+        r["_aborted_id"] = r["_id"] if r["_aborted"] else None
+        if r["_aborted"]:
+            r["_id"] = None
     led_by_g: dict[str, list[dict]] = defaultdict(list)
     for r in ledger:
         led_by_g[r["group_id"]].append(r)
@@ -344,9 +397,14 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
         rows = [r for r in led_by_g.get(g, []) if r["topic"] in topics]
         evs = ev_by_g.get(g, [])
         succ: dict[tuple, list[dict]] = defaultdict(list)
+        gcfg = cfg_groups.get(g) or {}
         for r in rows:
             if r["outcome"] == "success" and r["_id"] is not None:
                 succ[r["_id"]].append(r)
+            if r["outcome"] == "success" and r["_aborted"] and r["_aborted_id"] in judged:
+                anomalies["aborted_read"] += 1
+                aborted_cause[r["isolation"] or gcfg.get("isolation.level") or "unknown"] += 1
+        sla = gcfg.get("latency_sla_ms", config.get("latency_sla_ms"))
         max_attempted: dict[tuple, int] = {}
         skipped_at: set[tuple] = set()
         for r in rows:
@@ -375,6 +433,9 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
             gj += 1
             k = len(succ.get(ident, []))
             cc = copies_of.get(ident, [])
+            if k and sla is not None and \
+                    min(r["started_ts"] for r in succ[ident]) - judged_at[ident] > int(sla):
+                anomalies["late_delivery"] += 1
             if k >= 2:
                 st = "delivered_duplicate"
                 anomalies["dup_effect"] += k - 1
@@ -405,7 +466,8 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
         # redelivery (rule 15) and retry_after_failure (rule 18), per record
         per_rec: dict[tuple, list[dict]] = defaultdict(list)
         for r in rows:
-            per_rec[(r["topic"], r["partition"], r["offset"])].append(r)
+            if not r["_aborted"]:
+                per_rec[(r["topic"], r["partition"], r["offset"])].append(r)
         reb = [e for e in evs if e["event"] in REBALANCE_EVENTS]
         for (t, p, _o), rs in per_rec.items():
             rs.sort(key=lambda r: (r["started_ts"], _f(r)))
@@ -465,7 +527,8 @@ def reference_audit(root: str | Path, start: str | datetime, end: str | datetime
     return {
         "judged": len(judged),
         "anomalies": anomalies,
-        "by_cause": {"dup_write": dup_cause, "redelivery": redel_cause},
+        "by_cause": {"dup_write": dup_cause, "redelivery": redel_cause,
+                     "aborted_read": aborted_cause},
         "groups": groups_out,
         "rows_read": data.read,
         "quarantined": {s: len(v) for s, v in data.quarantined.items()},
@@ -488,8 +551,41 @@ def _below(rng: dict, topic: str, send: dict) -> bool:
 
 
 def comparable(result: dict[str, Any]) -> dict[str, Any]:
-    """The part of a result that truth.json states."""
-    return {k: result[k] for k in ("judged", "anomalies", "by_cause", "groups")}
+    """The part of a result (or of a truth.json) that truth.json states; the §9 anomalies
+    and causes when any is non-zero (the truth of a scenario without transactions leaves them
+    to the engine's catalogue)."""
+    out = {k: result[k] for k in ("judged", "anomalies", "by_cause", "groups")}
+    anomalies, by_cause = dict(out["anomalies"]), dict(out["by_cause"])
+    if not any(anomalies.get(n) for n in TXN_ANOMALY_NAMES) and \
+            not any((by_cause.get("aborted_read") or {}).values()):
+        for n in TXN_ANOMALY_NAMES:
+            anomalies.pop(n, None)
+        by_cause.pop("aborted_read", None)
+    return {**out, "anomalies": anomalies, "by_cause": by_cause}
+
+
+def _transactions(broker: list[dict]) -> list[tuple[str, int, dict]]:
+    """Rule 21: each row's ``_outcome``; returns every open transaction's first row."""
+    by_pid: dict[tuple, list[dict]] = defaultdict(list)
+    for r in broker:
+        r["_outcome"] = "committed"
+        if r["pid"] is not None and (r["transactional"] or r["control"] is not None):
+            by_pid[(r["topic"], r["partition"], r["pid"])].append(r)
+    out = []
+    for (t, p, _pid), rs in by_pid.items():
+        waiting: list[dict] = []
+        for r in sorted(rs, key=lambda r: r["offset"]):
+            if r["control"] is not None:
+                for d in waiting:
+                    d["_outcome"] = "committed" if r["control"] == "commit" else "aborted"
+                waiting = []
+            elif r["transactional"]:
+                waiting.append(r)
+        for d in waiting:
+            d["_outcome"] = "open"
+        if waiting:
+            out.append((t, p, waiting[0]))
+    return out
 
 
 if __name__ == "__main__":   # python tests/reference_audit.py OUT_DIR START END

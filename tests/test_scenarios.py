@@ -2,9 +2,10 @@
 every anomaly count, the dup_write and redelivery causes, judged and per-group states; and
 the mixed day's narrative names each injected fault with the truth's numbers.
 
-One Spark audit checks all six scenarios: each scenario's topics and groups get the
+One Spark audit checks every scenario: each scenario's topics and groups get the
 scenario's name as a prefix, so the scenarios cannot meet, and each truth is compared
-with the rows of its own topics and groups.
+with the rows of its own topics and groups.  The exactly-once scenario's truth follows
+contract §9 (transactions, latency); it is expected to fail until the engine detects §9.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in ma
 START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
 SIZES = {"mixed": 2000}
+# scenarios whose truth needs detection the engine may not have yet
+PENDING = {"exactly-once": "needs §9 detection (transactions, latency)",
+           "mixed-eos": "needs §9 detection (transactions)"}
+# top-level config settings a scenario may write (scenarios that set one agree on it)
+TOP_LEVEL = ("transaction_timeout_ms", "latency_sla_ms")
 
 
 def _relabel_line(line: str, prefix: str) -> str:
@@ -58,13 +64,14 @@ def _relabel(src: Path, dst: Path, prefix: str) -> dict:
         settings["topics"] = [prefix + t for t in settings.get("topics", [])]
         groups[prefix + gid] = settings
     ranges = [{**r, "topic": prefix + r["topic"]} for r in cfg.get("dump_ranges") or []]
-    return {"groups": groups, "dump_ranges": ranges, "dense_seq": cfg.get("dense_seq", True)}
+    return {"groups": groups, "dump_ranges": ranges, "dense_seq": cfg.get("dense_seq", True),
+            **{k: cfg[k] for k in TOP_LEVEL if k in cfg}}
 
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("scenarios")
-    truths, groups, ranges = {}, {}, []
+    truths, groups, ranges, top = {}, {}, [], {}
     for scenario in SCENARIOS:
         prefix = f"{scenario}."
         truth = generate_scenario(scenario, SIZES.get(scenario, 600), 11, START,
@@ -73,12 +80,16 @@ def audited(spark, tmp_path_factory):
         assert cfg["dense_seq"] is True
         groups.update(cfg["groups"])
         ranges += cfg["dump_ranges"]
+        for k in TOP_LEVEL:
+            if k in cfg:
+                assert top.setdefault(k, cfg[k]) == cfg[k], k   # one value for every scenario
         truths[scenario] = truth
     window = AuditWindow.of(truth["window"]["start"], truth["window"]["end"],
                             truth["window"]["grace_minutes"])
     req = AuditRequest(inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
                        window=window, out=str(tmp / "reports"),
-                       config=AuditConfig.from_dict({"groups": groups, "dump_ranges": ranges}))
+                       config=AuditConfig.from_dict({"groups": groups, "dump_ranges": ranges,
+                                                     **top}))
     stages = Stages()
     # the truth is checked with generated code on, as Spark runs audits of 64 MiB and more
     # (smaller inputs are evaluated interpreted; every other test's audit runs that way)
@@ -97,17 +108,21 @@ def audited(spark, tmp_path_factory):
             "work": tmp / "work", "html": (tmp / "staging" / "report.html").read_text("utf-8")}
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", [
+    pytest.param(s, marks=pytest.mark.xfail(reason=PENDING[s], strict=False)) if s in PENDING
+    else s for s in SCENARIOS])
 def test_audit_matches_truth(audited, scenario):
     truth, report, prefix = audited["truths"][scenario], audited["report"], f"{scenario}."
     counts: Counter = Counter()
-    causes: dict[str, Counter] = {"dup_write": Counter(), "redelivery": Counter()}
+    causes: dict[str, Counter] = {a: Counter() for a in truth["by_cause"]}
     for r in audited["rows"]:
         if r["topic"].startswith(prefix):
             counts[r["anomaly"]] += r["units"]
             if r["anomaly"] in causes:
                 causes[r["anomaly"]][r["cause"]] += r["units"]
-    assert {a: counts[a] for a in ANOMALY_NAMES} == truth["anomalies"]
+    # the truth's names: the catalogue's, and §9's for the exactly-once scenario
+    assert set(ANOMALY_NAMES) <= set(truth["anomalies"])
+    assert {a: counts[a] for a in truth["anomalies"]} == truth["anomalies"]
     for anomaly in causes:
         assert {c: causes[anomaly][c] for c in truth["by_cause"][anomaly]} == \
             truth["by_cause"][anomaly], anomaly

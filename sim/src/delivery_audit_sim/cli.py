@@ -26,7 +26,8 @@ def _fail(message: str, code: int = 1) -> None:
 
 def generate(
     scenario: Annotated[str, typer.Option(help="clean, rebalance-storm, producer-retry, "
-                                               "broker-loss, consumer-loss or mixed")] = "mixed",
+                                               "broker-loss, consumer-loss, mixed, "
+                                               "exactly-once or mixed-eos")] = "mixed",
     messages: Annotated[int, typer.Option(min=1, help="messages to produce")] = 20_000,
     seed: Annotated[int, typer.Option(help="random seed")] = 7,
     start: Annotated[str | None, typer.Option(help="window start (default: yesterday 00:00Z)")

@@ -281,6 +281,8 @@ class BaseEngine:
             "pid": rec_opt([R.pid[r] for r in rids], pa.int64()),
             "producer_epoch": rec_opt([R.epoch[r] for r in rids], pa.int32()),
             "batch_sequence": rec_opt([R.bseq[r] for r in rids], pa.int32()),
+            "transactional": rec_opt([R.txn[r] for r in rids], pa.bool_()),
+            "control": rec_opt([R.control[r] for r in rids], pa.string()),
         }).take(pa.array(keep))
         part = f"{c:05d}"
         self.w.write("broker", part, broker)
@@ -322,12 +324,14 @@ class BaseEngine:
             sel = np.flatnonzero(in_g & ~custom & ~skip)
             proc_vis = np.zeros(n, dtype=bool)
             stall = np.zeros(n, dtype=bool)
+            started = np.zeros(n, dtype=np.int64)
             if len(sel):
                 led, vis_sel, stall_sel = self._consume(
                     gi, sel, q_all, ts_all, off_all, rid_all, key_col, seq_col, topic_col, p_all,
                     c0, c1, last, events)
                 proc_vis[sel] = vis_sel
                 stall[sel] = stall_sel
+                started[sel] = led.column("started_ts").cast(pa.int64()).to_numpy()
                 ledgers.append(led)
             else:
                 self._commits(gi, np.zeros(0, np.int64), np.zeros(0, np.int64),
@@ -343,6 +347,11 @@ class BaseEngine:
             if np.any(pend & ~stall):
                 raise AssertionError(f"{gid}: base messages unprocessed outside a stall")
             st["pending"] += int(pend.sum())
+            sla = g.settings.get("latency_sla_ms")
+            if sla is not None:   # §9 late_delivery: judged by the send (or, unlogged, the copy)
+                judge_ts = np.where(logged_all, t_send_all, ts_all)
+                late = jg & ok & (started - judge_ts > int(sla))
+                sim.truth.anomalies["late_delivery"] += int(late.sum())
         if ledgers:
             self.w.write("ledger", part, self._log_dups("ledger", pa.concat_tables(ledgers)))
         if events:

@@ -115,6 +115,7 @@ def generate_scenario(scenario: str, messages: int, seed: int, start: datetime, 
     all_rates = {**DEFAULT_RATES, **sc.rates, **(rates or {})}
     sim = Sim(list(sc.topics), list(sc.groups), start_ms, seed, messages, all_rates,
               frozenset(rates or {}))
+    sim.txn_config = dict(sc.config)
     sc.plan(sim)
     _initial_assignment(sim)
     n_fault = sim.truth.judged
@@ -129,16 +130,16 @@ def generate_scenario(scenario: str, messages: int, seed: int, start: datetime, 
         if d.is_dir():
             for f in d.glob("part-*"):
                 f.unlink()
-    writer = Writer(out, fmt)
+    writer = Writer(out, fmt, txn=sc.transactional)
     eng = BaseEngine(sim, writer, n_window, chunk_size)
     eng.run()
     rows = _resolve(sim, eng)
     for src, rs in rows.items():
         if rs:
-            writer.write(src, "faults", table_from_rows(src, rs))
+            writer.write(src, "faults", table_from_rows(src, rs, txn=sc.transactional))
     _verify(sim, eng)
-    write_config(out, sim)
-    truth = sim.truth.as_dict()
+    write_config(out, sim, sc.config)
+    truth = sim.truth.as_dict(transactional=sc.transactional)
     result = {
         "scenario": scenario,
         "seed": seed,

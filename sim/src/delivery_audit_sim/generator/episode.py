@@ -34,7 +34,8 @@ class Episode:
     # -- records and rows -------------------------------------------------
     def rec(self, ti: int, p: int, key: str | None, seq: int | None, ts: int, producer: str,
             *, pid: int | None = None, epoch: int | None = None, bseq: int | None = None,
-            custom: tuple[int, ...] = (), expect: dict[int, int] | None = None) -> int:
+            custom: tuple[int, ...] = (), expect: dict[int, int] | None = None,
+            txn: bool | None = None, control: str | None = None) -> int:
         sim = self.sim
         exp = {gi: 1 for gi in sim.consumers(ti) if gi not in custom}
         if expect:
@@ -43,27 +44,34 @@ class Episode:
         for gi in custom:
             mask |= 1 << gi
         self._recs.append(dict(ti=ti, p=p, key=key, seq=seq, ts=int(ts), producer=producer,
-                               pid=pid, epoch=epoch, bseq=bseq, custom=mask, expect=exp))
+                               pid=pid, epoch=epoch, bseq=bseq, custom=mask, expect=exp,
+                               txn=txn, control=control))
         return len(self._recs) - 1
 
     def send(self, ti: int, key: str | None, seq: int, send_ts: int, status: str, *,
              ref: int | None = None, ack_ts: int | None = None, attempt: int | None = 1,
-             producer: str, idempotent: bool | None = False, error: str | None = None) -> None:
+             producer: str, idempotent: bool | None = False, error: str | None = None,
+             transactional_id: str | None = None) -> None:
         row = dict(send_ts=int(send_ts), topic=self.sim.topics[ti].name, key=key, seq=seq,
                    status=status, ack_ts=None if ack_ts is None else int(ack_ts),
                    attempt=attempt, producer_id=producer, idempotent=idempotent, error=error)
+        if transactional_id is not None:
+            row["transactional_id"] = transactional_id
         if ref is not None:
             row["_rid"] = ref
         self._rows["sends"].append(row)
 
     def attempt(self, gi: int, member: int, ref: int, started: int, finished: int | None,
-                outcome: str, gen_at: int | None = None) -> None:
+                outcome: str, gen_at: int | None = None, isolation: str | None = None) -> None:
         """A processing attempt; its generation is the one in effect at gen_at (default: start)."""
         g = self.sim.groups[gi]
-        self._rows["ledger"].append(dict(
+        row = dict(
             group_id=g.group_id, member_id=g.members[member], _rid=ref, _gi=gi,
             started_ts=int(started), finished_ts=None if finished is None else int(finished),
-            outcome=outcome, _gen_at=int(started if gen_at is None else gen_at)))
+            outcome=outcome, _gen_at=int(started if gen_at is None else gen_at))
+        if isolation is not None:
+            row["isolation"] = isolation
+        self._rows["ledger"].append(row)
 
     def event(self, gi: int, member: int | None, ts: int, event: str, *, ti: int | None = None,
               p: int | None = None, ref: int | None = None, plus: int = 0,
@@ -158,6 +166,8 @@ class Episode:
             R.pid.append(r["pid"])
             R.epoch.append(r["epoch"])
             R.bseq.append(r["bseq"])
+            R.txn.append(r["txn"])
+            R.control.append(r["control"])
             R.custom.append(r["custom"])
             R.expect.append(r["expect"])
         for src, rows in self._rows.items():

@@ -25,6 +25,11 @@ import numpy as np
 
 from delivery_audit.anomalies import ANOMALY_NAMES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
 
+# contract §9: the anomalies of transactions and latency, and the causes of aborted_read.  A
+# transactional scenario's truth states them even where the engine's catalogue does not yet.
+TXN_ANOMALIES = ("aborted_read", "hanging_transaction", "zombie_write", "late_delivery")
+ABORTED_READ_CAUSES = ("read_uncommitted", "read_committed", "unknown")
+
 SEC = 1_000
 MIN = 60 * SEC
 HOUR = 60 * MIN
@@ -96,6 +101,7 @@ class Truth:
         self.anomalies: Counter[str] = Counter()
         self.dup_cause: Counter[str] = Counter()
         self.redelivery_cause: Counter[str] = Counter()
+        self.aborted_read_cause: Counter[str] = Counter()
         self.states: dict[str, Counter[str]] = {g.group_id: Counter() for g in groups}
         self.group_judged: Counter[str] = Counter()
         self.judged = 0
@@ -105,6 +111,7 @@ class Truth:
         self.anomalies.update(other.anomalies)
         self.dup_cause.update(other.dup_cause)
         self.redelivery_cause.update(other.redelivery_cause)
+        self.aborted_read_cause.update(other.aborted_read_cause)
         for g, c in other.states.items():
             self.states[g].update(c)
         self.group_judged.update(other.group_judged)
@@ -112,19 +119,27 @@ class Truth:
         for k, c in other.injected.items():
             self.injected[k].update(c)
 
-    def as_dict(self) -> dict[str, Any]:
-        anomalies = {n: int(self.anomalies.get(n, 0)) for n in ANOMALY_NAMES}
+    def as_dict(self, transactional: bool = False) -> dict[str, Any]:
+        """The truth.json figures; a transactional scenario's also name the §9 anomalies (and
+        aborted_read's causes), which the others leave to the engine's catalogue."""
+        names = ANOMALY_NAMES
+        if transactional:
+            names += tuple(n for n in TXN_ANOMALIES if n not in ANOMALY_NAMES)
+        anomalies = {n: int(self.anomalies.get(n, 0)) for n in names}
         # the per-group message anomalies are exactly the matching delivery states
         for name in ("skipped", "pending", "expired_unconsumed"):
             anomalies[name] = int(sum(c.get(name, 0) for c in self.states.values()))
+        by_cause = {
+            "dup_write": {c: int(self.dup_cause.get(c, 0)) for c in DUP_WRITE_CAUSES},
+            "redelivery": {c: int(self.redelivery_cause.get(c, 0)) for c in REDELIVERY_CAUSES},
+        }
+        if transactional:
+            by_cause["aborted_read"] = {c: int(self.aborted_read_cause.get(c, 0))
+                                        for c in ABORTED_READ_CAUSES}
         return {
             "judged": self.judged,
             "anomalies": anomalies,
-            "by_cause": {
-                "dup_write": {c: int(self.dup_cause.get(c, 0)) for c in DUP_WRITE_CAUSES},
-                "redelivery": {c: int(self.redelivery_cause.get(c, 0))
-                               for c in REDELIVERY_CAUSES},
-            },
+            "by_cause": by_cause,
             "groups": {
                 g: {"judged": int(self.group_judged.get(g, 0)),
                     "states": {s: int(c.get(s, 0)) for s in STATES}}
@@ -145,6 +160,8 @@ class InjectedRecords:
     pid: list[int | None] = field(default_factory=list)
     epoch: list[int | None] = field(default_factory=list)
     bseq: list[int | None] = field(default_factory=list)
+    txn: list[bool | None] = field(default_factory=list)      # in a transactional batch
+    control: list[str | None] = field(default_factory=list)   # commit | abort: a marker
     custom: list[int] = field(default_factory=list)  # bitmask: groups with scripted consumption
     expect: list[dict[int, int]] = field(default_factory=list)  # gi -> visible normal processings
 
@@ -188,6 +205,7 @@ class Sim:
         self.delete_before: dict[tuple[int, int], int] = {}
         self.truth = Truth(groups)
         self._keyno: Counter[str] = Counter()
+        self.txn_config: dict[str, Any] = {}   # the scenario's top-level config (§9)
 
     # -- topology helpers -------------------------------------------------
     def consumers(self, ti: int) -> list[int]:

@@ -9,12 +9,14 @@ Each fault family has a minimum count in the scenarios that feature it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from . import faults_broker as fb
 from . import faults_consumer as fc
 from . import faults_producer as fp
 from . import faults_rebalance as fr
+from . import faults_txn as ft
 from .model import HOUR, MIN, GroupSpec, Sim, TopicSpec
 
 ORDERS = TopicSpec("orders", 6, 0.55, "cust", producers=3, idempotent=True)
@@ -46,6 +48,9 @@ DEFAULT_RATES: dict[str, float] = {
     # consumer side
     "skip_crash": 0.0001, "poison": 0.0001, "retry_success": 0.0004, "batch_retry": 0.0001,
     "process_reorder": 0.0002, "gc_pause": 0.00003,
+    # transactions (exactly-once only)
+    "txn_committed": 0.004, "txn_interleaved": 0.0005, "txn_abort_resend": 0.001,
+    "txn_abort_lost": 0.0005, "zombie": 0.0003,
     # episodes per run / shares
     "storms": 1, "unlogged": 0.0, "log_duplicates": 0.0,
 }
@@ -59,6 +64,8 @@ class Scenario:
     plan: Callable[[Sim], None]
     rates: dict[str, float]
     story: str
+    transactional: bool = False      # writes the §9 fields (transactional, control, ...)
+    config: dict[str, Any] = field(default_factory=dict)   # top-level config.yaml settings
 
 
 def _window(sim: Sim) -> tuple[int, int]:
@@ -163,6 +170,61 @@ def plan_mixed(sim: Sim) -> None:
                                              sim.start + (h + 3) * HOUR))
 
 
+def _plan_open_transactions(sim: Sim, ti: int) -> None:
+    """The two slots kept to the end go first: nothing may follow them in their partitions."""
+    ph, po = (int(x) for x in sim.rng.choice(sim.topics[ti].partitions, size=2, replace=False))
+    sim.place(lambda: ft.hanging(sim, ti, ph, sim.start + 14 * HOUR, sim.start + 18 * HOUR))
+    sim.place(lambda: ft.recent_open(sim, ti, po))
+
+
+def _plan_transactions(sim: Sim, ti: int, minimum: dict[str, int]) -> None:
+    lo, hi = _window(sim)
+    for k in range(sim.count("txn_committed", minimum["txn_committed"])):  # one in ten long
+        sim.place(lambda k=k: ft.committed(sim, ti, lo, hi, long_=k % 10 == 0))
+    _many(sim, "txn_interleaved", minimum["txn_interleaved"],
+          lambda: ft.interleaved(sim, ti, lo, hi))
+    _many(sim, "txn_abort_resend", minimum["txn_abort_resend"],
+          lambda: ft.abort_resend(sim, ti, lo, hi))
+    for k in range(sim.count("txn_abort_lost", 3)):       # the third one keeps no send log
+        sim.place(lambda k=k: ft.abort_lost(sim, ti, lo, hi, logless=k % 3 == 2))
+    _many(sim, "zombie", minimum["zombie"], lambda: ft.zombie(sim, ti, lo, hi))
+
+
+def plan_exactly_once(sim: Sim) -> None:
+    ti = sim.ti["transfers"]
+    _plan_open_transactions(sim, ti)
+    _plan_transactions(sim, ti, {"txn_committed": 5, "txn_interleaved": 2,
+                                 "txn_abort_resend": 3, "zombie": 2})
+
+
+def plan_mixed_eos(sim: Sim) -> None:
+    """mixed, then transactions on transfers (read_committed by billing, read_uncommitted by
+    audit-export, the default isolation by shipping), and one abort whose records reach the
+    read_committed group as well."""
+    ti = sim.ti["transfers"]
+    _plan_open_transactions(sim, ti)
+    plan_mixed(sim)
+    _plan_transactions(sim, ti, {"txn_committed": 2, "txn_interleaved": 1,
+                                 "txn_abort_resend": 1, "zombie": 1})
+    lo, hi = _window(sim)
+    sim.place(lambda: ft.abort_resend(sim, ti, lo, hi, leaky=True))
+
+
+TRANSFERS = TopicSpec("transfers", 8, 0.0, "xfer", producers=1, idempotent=True)
+SETTLEMENT = GroupSpec(
+    "settlement", ("settlement-1", "settlement-2"), ("payments", "transfers"),
+    {"max.poll.records": 500, "max.poll.interval.ms": 300_000, "session.timeout.ms": 45_000,
+     "heartbeat.interval.ms": 3_000, "enable.auto.commit": False,
+     "isolation.level": "read_committed", "latency_sla_ms": 60_000},
+    ledger_keys=True, proc_ms=(2, 30), lag_ms=(5, 250))
+AUDIT_EXPORT = GroupSpec(
+    "audit-export", ("audit-export-1",), ("transfers",),
+    {"max.poll.records": 500, "max.poll.interval.ms": 300_000, "session.timeout.ms": 45_000,
+     "heartbeat.interval.ms": 3_000, "enable.auto.commit": True,
+     "isolation.level": "read_uncommitted", "latency_sla_ms": 30_000},
+    ledger_keys=False, proc_ms=(1, 15), lag_ms=(5, 300))
+
+
 def _mixed_topics() -> tuple[TopicSpec, ...]:
     return (replace(ORDERS, weight=0.5), replace(PAYMENTS, weight=0.3, unlogged=True),
             replace(FANS, weight=0.2))
@@ -195,6 +257,25 @@ SCENARIO_TABLE: dict[str, Scenario] = {
         "mixed", _mixed_topics(), (BILLING, SHIPPING, FANS_GROUP), plan_mixed,
         {"storms": 1, "log_duplicates": 0.0005, "unlogged": 0.03},
         "Everything at once over three topics and three groups."),
+    "exactly-once": Scenario(
+        "exactly-once", (replace(PAYMENTS, weight=1.0), TRANSFERS), (SETTLEMENT, AUDIT_EXPORT),
+        plan_exactly_once, {},
+        "Transactional producers on transfers: commits, aborts with and without re-send, a "
+        "fenced zombie's late write, a hanging and a recent open transaction; a read_committed "
+        "and a read_uncommitted group with latency SLAs.",
+        transactional=True, config={"transaction_timeout_ms": 120_000}),
+    "mixed-eos": Scenario(
+        "mixed-eos", _mixed_topics() + (TRANSFERS,),
+        (replace(BILLING, topics=("orders", "payments", "transfers"),
+                 settings={**BILLING.settings, "isolation.level": "read_committed"}),
+         replace(SHIPPING, topics=("orders", "transfers")), FANS_GROUP,
+         replace(AUDIT_EXPORT, settings={
+             k: v for k, v in AUDIT_EXPORT.settings.items() if k != "latency_sla_ms"})),
+        plan_mixed_eos, {"storms": 1, "log_duplicates": 0.0005, "unlogged": 0.03},
+        "mixed, with the exactly-once scenario's transactions on a fourth topic (billing reads "
+        "it read_committed, audit-export read_uncommitted, shipping with the default "
+        "isolation); no latency SLA.",
+        transactional=True, config={"transaction_timeout_ms": 120_000}),
 }
 
 SCENARIOS: tuple[str, ...] = tuple(SCENARIO_TABLE)

@@ -48,6 +48,22 @@ SCHEMAS: dict[str, pa.Schema] = {
     ]),
 }
 
+# contract §9 fields, written only by transactional scenarios (the others' files stay as they were)
+TXN_FIELDS: dict[str, list[tuple[str, pa.DataType]]] = {
+    "sends": [("transactional_id", pa.string())],
+    "broker": [("transactional", pa.bool_()), ("control", pa.string())],
+    "ledger": [("isolation", pa.string())],
+    "events": [],
+}
+
+
+def schema_of(source: str, txn: bool = False) -> pa.Schema:
+    schema = SCHEMAS[source]
+    for name, typ in TXN_FIELDS[source] if txn else []:
+        schema = schema.append(pa.field(name, typ))
+    return schema
+
+
 _FORBIDDEN = ('"', "\\", "\n", "\r", "\t")
 
 
@@ -125,17 +141,22 @@ def check_strings(rows: list[dict[str, Any]]) -> None:
 
 
 class Writer:
-    def __init__(self, out: Path, fmt: str) -> None:
+    def __init__(self, out: Path, fmt: str, txn: bool = False) -> None:
         if fmt not in ("jsonl", "parquet"):
             raise ValueError(f"fmt must be 'jsonl' or 'parquet', not {fmt!r}")
         self.out = out
         self.fmt = fmt
+        self.txn = txn
         self.rows_written: dict[str, int] = {s: 0 for s in SCHEMAS}
         for s in SCHEMAS:
             (out / s).mkdir(parents=True, exist_ok=True)
 
     def write(self, source: str, part: str, table: pa.Table) -> None:
-        table = table.select(SCHEMAS[source].names).cast(SCHEMAS[source])
+        schema = schema_of(source, self.txn)
+        for f in schema:
+            if f.name not in table.column_names:
+                table = table.append_column(f.name, pa.nulls(table.num_rows, f.type))
+        table = table.select(schema.names).cast(schema)
         self.rows_written[source] += table.num_rows
         path = self.out / source / f"part-{part}.{self.fmt}"
         if self.fmt == "parquet":
@@ -146,8 +167,8 @@ class Writer:
                     fh.write(jsonl_bytes(table.slice(lo, 250_000)))
 
 
-def table_from_rows(source: str, rows: list[dict[str, Any]]) -> pa.Table:
-    schema = SCHEMAS[source]
+def table_from_rows(source: str, rows: list[dict[str, Any]], txn: bool = False) -> pa.Table:
+    schema = schema_of(source, txn)
     cols = {}
     for f in schema:
         vals = [r.get(f.name) for r in rows]
@@ -158,12 +179,14 @@ def table_from_rows(source: str, rows: list[dict[str, Any]]) -> pa.Table:
     return pa.table(cols, schema=schema)
 
 
-def write_config(out: Path, sim) -> dict[str, Any]:
+def write_config(out: Path, sim, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """config.yaml: grace, dense_seq, the groups' settings and topics, then a scenario's own
+    top-level settings (``extra``, e.g. transaction_timeout_ms)."""
     groups = {}
     for g in sim.groups:
         d = dict(g.settings)
         d["topics"] = list(g.topics)
         groups[g.group_id] = d
-    cfg = {"grace_minutes": 60, "dense_seq": True, "groups": groups}
+    cfg = {"grace_minutes": 60, "dense_seq": True, "groups": groups, **(extra or {})}
     (out / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     return cfg
