@@ -104,11 +104,13 @@ _JOIN_STATIC = re.compile(r"Static member with groupInstanceId=(?P<inst>\S+) and
 _JOIN_PENDING = re.compile(r"Pending dynamic member with id " + _M + r" joins group " + _G)
 # KIP-848 consumer groups
 _GID = r"\[GroupId[ =](?P<g>[^\]\s]+)\] "
-_CG_JOIN = re.compile(_GID + r"(?:Static )?[Mm]ember " + _M + r"(?: with instance id \S+)? "
-                      r"joins the consumer group")
-_CG_REPLACE = re.compile(_GID + r"Static member with instance id \S+ re-joins the consumer "
+_CG_JOIN = re.compile(_GID + r"(?:(?:Static )?[Mm]ember " + _M + r"(?: with instance id \S+)? "
+                      r"joins the consumer group|Dynamic member with unknown member id joins the "
+                      r"consumer group\. Created a new member id (?P<m2>[^\s,]+))")
+_CG_REPLACE = re.compile(_GID + r"Static member with (?:unknown member id and )?instance id \S+ "
+                         r"re-joins the consumer "
                          r"group.*?Created a new member " + _M + r" to replace the existing "
-                         r"member (?P<old>[^\s.]+)")
+                         r"member (?P<old>\S+?)\.?(?:\s|$)")
 _CG_LEFT = re.compile(_GID + r"(?:Static )?[Mm]ember " + _M + r"(?: with instance id \S+)? "
                       r"(?P<temp>temporarily )?left the consumer group")
 _CG_FENCED = re.compile(_GID + r"Member " + _M + r" fenced from the group because "
@@ -252,7 +254,7 @@ def _consumer_protocol(text: str, epochs: dict[str, int]) -> list[dict] | None:
     m = _CG_JOIN.search(text)
     if m:
         g = m.group("g")
-        return [_ev(g, "joined_group", m.group("m"), epochs.get(g),
+        return [_ev(g, "joined_group", m.group("m") or m.group("m2"), epochs.get(g),
                     "consumer protocol: member joins")]
     m = _CG_LEFT.search(text)
     if m:
