@@ -192,8 +192,11 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 w.recognise(n)
                 continue
             events = _events(rest)
-            if not events:
+            if events is None:
                 w.skip(n, "unrelated_log_line")
+                continue
+            if not events:  # a wording read, naming nothing ("… partitions set([]) …")
+                w.recognise(n)
                 continue
             if ts_problem:
                 w.error(n, ts_problem, line)
@@ -240,8 +243,10 @@ def _thread_key(thread: str, ev: dict) -> tuple:
     return (thread, ev["event"], ev.get("topic"), ev.get("partition"), ev.get("offset"))
 
 
-def _events(text: str) -> list[dict]:
-    """The events a log line states (without group/member/time), or []."""
+def _events(text: str) -> list[dict] | None:
+    """The events a log line states (without group/member/time); [] for a wording that
+    names no partition ("Revoking previously assigned partitions set([])"); None when the
+    line is none of ours."""
     m = _AUTO_COMMIT.search(text)
     if m:
         why = _short(m.group("why"))
@@ -288,4 +293,4 @@ def _events(text: str) -> list[dict]:
     if m:
         gen = m.group("gen1") or m.group("gen2")
         return [{"event": "joined_group", "generation": int(gen), "group": m.group("g")}]
-    return []
+    return None

@@ -40,7 +40,8 @@ Member M with instance id I [temporarily ]left the consumer group." → ``left_g
 transition/join/sync within the rebalance timeout → poll timeout) → ``left_group``;
 "Member M new assignment state: epoch=E, …, state=S, …" → ``assigned`` of M (state
 STABLE) or ``revoked`` of M (UNREVOKED_PARTITIONS), without topic/partition (the line
-names topics by id). "Bumped group epoch to N." is read (no row): the group epoch is the
+names topics by id); other states are read without a row. "Bumped group epoch to N." and
+"Computed a new target assignment for epoch N" are read (no row): the group epoch is the
 generation of the group's later consumer-protocol events.
 
 Member ids are the coordinator's (client id + "-" + UUID). By default
@@ -117,7 +118,8 @@ _CG_FENCED = re.compile(_GID + r"Member " + _M + r" fenced from the group becaus
                         r"(?P<why>.*?)\.*(?: \((?:kafka|org)\.[\w.$]+\))?$")
 _CG_STATE = re.compile(_GID + r"Member " + _M + r" new assignment state: epoch=(?P<e>-?\d+), "
                        r"previousEpoch=(?P<pe>-?\d+), state=(?P<s>\w+)(?P<rest>.*)")
-_CG_EPOCH = re.compile(_GID + r"Bumped group epoch to (?P<e>-?\d+)")
+_CG_EPOCH = re.compile(_GID + r"(?:Bumped group epoch to|Computed a new target assignment for "
+                       r"epoch) (?P<e>-?\d+)")
 _REMOVING = re.compile(r"[Rr]emoving member " + _M + r" on (?P<how>heartbeat expiration|"
                        r"LeaveGroup)(?:; client reason: (?P<why>.*))?")
 _ADDING = re.compile(r"Adding new member " + _M)
@@ -317,7 +319,6 @@ class _Members:
         base = _UUID.sub("", full)
         if self.holder.get((group, base)) == full:
             del self.holder[(group, base)]
-        self.names.pop((group, full), None)
 
 
 def _events(text: str, epochs: dict[str, int]) -> list[dict] | None:
