@@ -170,21 +170,23 @@ def test_kip848_consumer_group_wordings(tmp_path):
 
 def test_members_of_one_client_id_stay_distinct(tmp_path):
     """Two console consumers (same client.id, different UUIDs) alive at once are two
-    members; a restart after a leave is the same client again."""
+    members; a member keeps its name for the whole file; a restart after both left is the
+    client id again."""
     c1, c2 = "console-consumer-801d7cec-3bb7-4d98-a20e-bfc325394f6d", f"console-consumer-{U1}"
+    c3 = f"console-consumer-{U2}"  # a restarted console consumer: a new member id
     lines = [
         B4 + f"Dynamic member with unknown member id joins group g in Empty state. Created a new member id {c1} and requesting the member to rejoin with this id." + T4,
         B4 + f"Dynamic member with unknown member id joins group g in Stable state. Created a new member id {c2} and requesting the member to rejoin with this id." + T4,
         B4 + f"[Group g] Member {c2} has left group through explicit `LeaveGroup` request; client reason: the consumer is being closed" + T4,
         B4 + f"[Group g] Member {c1} has left group through explicit `LeaveGroup` request; client reason: the consumer is being closed" + T4,
-        B4 + f"Dynamic member with unknown member id joins group g in Empty state. Created a new member id {c2} and requesting the member to rejoin with this id." + T4,
+        B4 + f"Dynamic member with unknown member id joins group g in Empty state. Created a new member id {c3} and requesting the member to rejoin with this id." + T4,
     ]
     rows = _rows(tmp_path, "coordinator-log", _apart(lines))
     assert [r["member_id"] for r in rows] == ["console-consumer", c2, c2, "console-consumer",
                                               "console-consumer"]
     assert "kept distinct" in rows[1]["detail"]
     keep = _rows(tmp_path, "coordinator-log", _apart(lines), {"member_uuid": "keep"})
-    assert [r["member_id"] for r in keep] == [c1, c2, c2, c1, c2]
+    assert [r["member_id"] for r in keep] == [c1, c2, c2, c1, c3]
 
 
 def test_two_hosts_sharing_a_client_id_keep_the_host(tmp_path):
@@ -225,7 +227,7 @@ CLIENT = [
     ("3.x AbstractCoordinator.maybeLeaveGroup",
      "2023-01-16 23:00:00,000 INFO  [kafka-coordinator-heartbeat-thread | g] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=consumer-g-1, groupId=g] Member consumer-g-1-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f sending LeaveGroup request to coordinator b1:9092 (id: 2147483646 rack: null) due to consumer poll timeout has expired. This means the time between subsequent calls to poll() was longer than the configured max.poll.interval.ms, which typically implies that the poll loop is spending too much time processing messages. You can address this either by increasing max.poll.interval.ms or by reducing the maximum size of batches returned in poll() with max.poll.records.",
      [("left_group", "g", "consumer-g-1", None, None, None)]),
-    ("2.5+ AbstractCoordinator.HeartbeatResponseHandler (UNKNOWN_MEMBER_ID)",
+    ("2.6+ AbstractCoordinator.HeartbeatResponseHandler (UNKNOWN_MEMBER_ID)",
      "2023-01-16 23:00:00,000 INFO  [kafka-coordinator-heartbeat-thread | g] o.a.k.c.c.i.AbstractCoordinator - [Consumer clientId=consumer-g-1, groupId=g] Attempt to heartbeat with Generation{generationId=7, memberId='consumer-g-1-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f', protocol='range'} and group instance id Optional.empty failed due to UNKNOWN_MEMBER_ID, resetting generation",
      [("left_group", "g", "consumer-g-1", None, None, None)]),
     ("3.x AbstractCoordinator.requestRejoin (read, no row)",
@@ -249,6 +251,16 @@ def test_client_wording(tmp_path, where, line, expected):
     assert all("__error" not in r for r in rows), rows
     assert [(r["event"], r["group_id"], r["member_id"], r["topic"], r["partition"], r["offset"])
             for r in rows] == expected
+
+
+def test_a_stale_heartbeat_error_is_not_an_eviction(tmp_path):
+    """2.6+ AbstractCoordinator: an UNKNOWN_MEMBER_ID for an older generation is ignored by
+    the client, so it is not a leave."""
+    line = ("2023-01-16 23:00:00,000 INFO  [kafka-coordinator-heartbeat-thread | g] o.a.k.c.c.i.AbstractCoordinator - "
+            "[Consumer clientId=consumer-g-1, groupId=g] Attempt to heartbeat with stale Generation{generationId=6, "
+            "memberId='consumer-g-1-3feb5deb-de82-40a4-8da9-1c6ec7d1ca4f', protocol='range'} and group instance id "
+            "Optional.empty failed due to UNKNOWN_MEMBER_ID, ignoring the error")
+    assert _rows(tmp_path, "client-log", line, name="app.log") == []
 
 
 def test_kafka_python_eviction_seen_by_the_client(tmp_path):

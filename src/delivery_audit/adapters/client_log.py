@@ -76,11 +76,12 @@ _LEAVE = re.compile(r"sending LeaveGroup request(?: to coordinator \S+(?: \([^)]
 # the member learns it was evicted: kafka-python "Heartbeat: local member_id was not
 # recognized; this consumer needs to re-join" (1.4), "Heartbeat failed: local member_id was
 # not recognized; resetting and re-joining group"; Java "Attempt to heartbeat failed for since
-# member id M is not valid." (1.1–2.x), "Attempt to heartbeat with Generation{…} and group
-# instance id … failed due to UNKNOWN_MEMBER_ID, resetting generation" (2.5+)
+# member id M is not valid." (1.1–2.5), "Attempt to heartbeat with Generation{…} and group
+# instance id … failed due to UNKNOWN_MEMBER_ID, resetting generation" (2.6+; the client
+# ignores "with stale …")
 _EVICTED = re.compile(r"local member_id was not recognized|Attempt to heartbeat failed for "
-                      r"since member id \S+ is not valid|Attempt to heartbeat with .* failed due "
-                      r"to UNKNOWN_MEMBER_ID")
+                      r"since member id \S+ is not valid|Attempt to heartbeat with (?!stale )"
+                      r".* failed due to UNKNOWN_MEMBER_ID, resetting generation")
 # kafka-python: "Marking the coordinator dead (node N) for group G: Heartbeat session expired."
 _SESSION_EXPIRED = re.compile(r"Marking the coordinator dead .* for group \S+: Heartbeat session "
                               r"expired")
