@@ -114,8 +114,7 @@ _CG_REPLACE = re.compile(_GID + r"Static member with (?:unknown member id and )?
                          r"member (?P<old>\S+?)\.?(?:\s|$)")
 _CG_LEFT = re.compile(_GID + r"(?:Static )?[Mm]ember " + _M + r"(?: with instance id \S+)? "
                       r"(?P<temp>temporarily )?left the consumer group")
-_CG_FENCED = re.compile(_GID + r"Member " + _M + r" fenced from the group because "
-                        r"(?P<why>.*?)\.*(?: \((?:kafka|org)\.[\w.$]+\))?$")
+_CG_FENCED = re.compile(_GID + r"Member " + _M + r" fenced from the group because (?P<why>.*)")
 _CG_STATE = re.compile(_GID + r"Member " + _M + r" new assignment state: epoch=(?P<e>-?\d+), "
                        r"previousEpoch=(?P<pe>-?\d+), state=(?P<s>\w+)(?P<rest>.*)")
 _CG_EPOCH = re.compile(_GID + r"(?:Bumped group epoch to|Computed a new target assignment for "
@@ -124,8 +123,7 @@ _REMOVING = re.compile(r"[Rr]emoving member " + _M + r" on (?P<how>heartbeat exp
                        r"LeaveGroup)(?:; client reason: (?P<why>.*))?")
 _ADDING = re.compile(r"Adding new member " + _M)
 _LEAVE_REQUEST = re.compile(r"explicit `LeaveGroup` request for \((?P<list>[^)]*)\) members")
-_PENDING_SYNC = re.compile(r"Removing (?:\w*Set\()?\[?(?P<list>[^\])]*)[\])]? on pending sync "
-                           r"request expiration")
+_PENDING_SYNC = " on pending sync request expiration"
 _LOGGER_TAIL = re.compile(r"\((?:kafka|org)\.[\w.$]++\)\s*+$")
 _HOST = re.compile(r"^/")
 
@@ -171,11 +169,13 @@ def _from_reason(group: str, reason: str) -> list[dict]:
     if r:
         return [_ev(group, "left_group", m, detail="LeaveGroup (coordinator: explicit "
                     "`LeaveGroup` request)") for m in _ids(r.group("list"))]
-    r = _PENDING_SYNC.search(reason)
-    if r:
+    end = reason.find(_PENDING_SYNC)  # "Removing Set(M1, M2) on pending sync request expiration"
+    start = reason.rfind("Removing ", 0, end) if end >= 0 else -1
+    if start >= 0:
+        body = re.sub(r"^(?:\w*Set\(|\[)|[\])]$", "", reason[start + len("Removing "):end].strip())
         return [_ev(group, "left_group", m, detail="poll timeout (did not send SyncGroup "
                     "within the rebalance timeout: pending sync request expiration)")
-                for m in _ids(r.group("list"))]
+                for m in _ids(body)]
     r = _ADDING.search(reason)
     if r:
         return [_ev(group, "joined_group", r.group("m"), detail="coordinator: adding new member")]
@@ -266,7 +266,7 @@ def _consumer_protocol(text: str, epochs: dict[str, int]) -> list[dict] | None:
                     f"LeaveGroup (consumer protocol: member {how})")]
     m = _CG_FENCED.search(text)
     if m:
-        g, why = m.group("g"), m.group("why").strip().rstrip(".")
+        g, why = m.group("g"), _LOGGER_TAIL.sub("", m.group("why")).strip().rstrip(".")
         if "session" in why:
             detail = f"session timeout (consumer protocol: fenced because {why})"
         elif "within" in why or "timeout" in why:
