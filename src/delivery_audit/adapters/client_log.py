@@ -151,7 +151,9 @@ class _Context:
         prefix = _PREFIX.search(rest)
         if prefix:
             who = (prefix.group("group") or None, prefix.group("client"))
-            if thread and complete and who[0]:
+            if not who[0]:  # groupId= empty (assign() without a group): (c) below
+                return self.opts.group, who[1], "adapters.group"
+            if thread and complete:
                 self.threads[thread] = who
             return who[0], who[1], "prefix"
         tied = self.threads.get(thread) if thread and complete else None
