@@ -295,3 +295,15 @@ def test_no_group_is_guessed(tmp_path):
     assert [r["__line"] for r in bad] == [4]  # line 3 echoes line 1 (same thread, 22 ms)
     assert "[afka-consumer-1] may be cut short" in bad[0]["__error"]
     assert bad[0]["__error"].endswith("set adapters.group")
+
+
+def test_a_prefix_without_group_takes_adapters_group(tmp_path):
+    """assign() consumers log "[Consumer clientId=C, groupId=]": the member is C, the group
+    only adapters.group (never a group seen on another line)."""
+    text = ("2023-01-16 23:00:00,000 INFO  [main] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=c2, groupId=g] Revoke previously assigned partitions t-0\n"
+            "2023-01-16 23:00:05,000 ERROR [worker] o.a.k.c.c.i.ConsumerCoordinator - [Consumer clientId=c1, groupId=] Offset commit failed on partition t-1 at offset 5: The coordinator is not available.")
+    rows = _rows(tmp_path, "client-log", text, name="app.log")
+    assert [r.get("__error", "")[:22] for r in rows] == ["", "consumer group unknown"]
+    rows = _rows(tmp_path, "client-log", text, {"group": "manual"}, name="app.log")
+    assert [(r["group_id"], r["member_id"], r["event"]) for r in rows] == [
+        ("g", "c2", "revoked"), ("manual", "c1", "commit_failed")]
