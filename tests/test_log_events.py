@@ -74,24 +74,39 @@ def test_time_only_lines_without_a_day_are_error_rows(tmp_path):
 def test_java_poll_timeout_leave_and_exception_lines(tmp_path):
     rows, counts = _events(tmp_path, "client-log", JAVA_POLL)
     got = [(r["event"], r["member_id"], r["group_id"], r["partition"], r["detail"][:12]
-            if r["detail"] else None) for r in rows]
+            if r["detail"] else None) for r in rows if "__error" not in r]
     assert got == [
         ("left_group", "consumer-orders-1", "orders", None, "poll timeout"),
-        ("commit_failed", "consumer-orders-1", "orders", None, "Commit canno"),
         ("lost", "consumer-orders-1", "orders", 0, None),
         ("lost", "consumer-orders-1", "orders", 1, None)]
     assert counts["duplicate_log_events"] == 1  # the LeaveGroup line repeats the leave
-    assert rows[1]["__line"] == 4 and rows[1]["ts"] == rows[1]["ts"] // 1 == 1709287209000
+    # the CommitFailedException line continues the [main] line, and [main] had printed no
+    # [Consumer … groupId=…] prefix before it: no group is guessed (issue 15)
+    bad = [r for r in rows if "__error" in r]
+    assert [r["__line"] for r in bad] == [4]
+    assert "consumer group unknown" in bad[0]["__error"]
+    assert bad[0]["__error"].endswith("set adapters.group")
+    cfg = AuditConfig.from_dict({"adapters": {"group": "orders"}})
+    rows, _ = _events(tmp_path, "client-log", JAVA_POLL, cfg)
+    commit = [r for r in rows if r["event"] == "commit_failed"]
+    assert [(r["__line"], r["group_id"], r["member_id"]) for r in commit] == [(4, "orders", "app")]
+    assert commit[0]["ts"] == 1709287209000  # the previous line's time
 
 
 def test_kafka_python_lines(tmp_path):
     rows, _ = _events(tmp_path, "client-log", KAFKA_PYTHON, name="worker-7.log")
     got = [(r["event"], r["group_id"], r["member_id"], r["partition"], r["detail"])
-           for r in rows]
+           for r in rows if "__error" not in r]
     assert got == [("revoked", "answer_action", "worker-7", 0, None),
                    ("revoked", "answer_action", "worker-7", 1, None),
-                   ("left_group", "answer_action", "worker-7", None, "poll timeout"),
                    ("assigned", "answer_action", "worker-7", 1, None)]
+    # "Heartbeat poll expired, leaving group" names no group: not "the last group seen"
+    assert [(r["__line"], "set adapters.group" in r["__error"]) for r in rows
+            if "__error" in r] == [(2, True)]
+    cfg = AuditConfig.from_dict({"adapters": {"group": "answer_action"}})
+    rows, _ = _events(tmp_path, "client-log", KAFKA_PYTHON, cfg, name="worker-7.log")
+    assert [(r["event"], r["detail"]) for r in rows if r["__line"] == 2] == [
+        ("left_group", "poll timeout")]
 
 
 def test_coordinator_seed_lines(tmp_path):

@@ -41,8 +41,12 @@ SOURCES = ("events",)
 
 _PREFIX = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=(?P<client>[^,\]]+), "
                      r"groupId=(?P<group>[^\]]*)\]")
-_THREAD = re.compile(r"^\s*\[(?P<thread>[^\]]+)\]")
-_FOR_GROUP = re.compile(r"\bfor group (?P<group>[^\s:,]+)")
+# the thread of a line: Spring Boot "  INFO 3880 --- [[app] ][%15.15t] logger : …", log4j /
+# logback "LEVEL [thread] …" or "[thread] LEVEL …" right after the time
+_THREAD = re.compile(r"^\s*\[(?P<t1>[^\]]+)\]|^\s*(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+"
+                     r"(?:\d+\s+---\s+(?:\[[^\]]*\]\s+)?)?\[(?P<t2>[^\]]+)\]")
+_SPRING_BOOT_WIDTH = 15  # %15.15t: padded to 15 on the left, cut to its last 15 characters
+_FOR_GROUP = re.compile(r"\bfor group (?P<group>[^\s:,]+?)\.?(?=[\s:,]|$)")
 _PY_TP = re.compile(r"TopicPartition\(topic=u?'(?P<t>[^']*)',\s*partition=(?P<p>\d+)\)")
 _JAVA_TP = re.compile(r"^(?P<t>.+)-(?P<p>\d+)$")
 _OFFSETS = re.compile(r"(?P<tp>[^\s{},=]+-\d+)=OffsetAndMetadata\{offset=(?P<o>\d+)")
@@ -55,23 +59,45 @@ _PARTITION_EVENTS = [
     ("assigned", re.compile(r"(?:Adding|Setting) newly assigned partitions:?\s*(?P<l>.*)")),
     ("assigned", re.compile(r"partitions assigned:\s*(?P<l>.*)")),
 ]
-_AUTO_COMMIT = re.compile(r"(?:Synchronous|Asynchronous) auto-commit of offsets "
-                          r"\{(?P<offsets>.*?)\} failed:\s*(?P<why>.*)")
+# 2.0+ "Synchronous|Asynchronous auto-commit of offsets {…} failed: …"; 0.10.1–1.0
+# "Auto-commit of offsets {…} failed for group G: …"
+_AUTO_COMMIT = re.compile(r"(?:(?:Synchronous|Asynchronous) auto|Auto)-commit of offsets "
+                          r"\{(?P<offsets>.*?)\} failed(?: for group (?P<g>[^\s:]+))?:"
+                          r"\s*(?P<why>.*)")
 _COMMIT_ON_PARTITION = re.compile(r"Offset commit failed on partition (?P<tp>\S+) at offset "
                                   r"(?P<o>\d+):\s*(?P<why>.*)")
 _COMMIT_FAILED = re.compile(r"Commit cannot be completed since the group has already "
                             r"rebalanced|Offset commit failed|Auto offset commit failed|"
-                            r"CommitFailedError")
+                            r"CommitFailedException")
 _POLL_TIMEOUT = re.compile(r"consumer poll timeout has expired|Heartbeat poll expired",
                            re.IGNORECASE)
 _LEAVE = re.compile(r"sending LeaveGroup request(?: to coordinator \S+(?: \([^)]*\))?)?"
                     r"(?: due to (?P<why>.*))?", re.IGNORECASE)
+# the member learns it was evicted: kafka-python "Heartbeat: local member_id was not
+# recognized; this consumer needs to re-join" (1.4), "Heartbeat failed: local member_id was
+# not recognized; resetting and re-joining group"; Java "Attempt to heartbeat failed for since
+# member id M is not valid." (1.1–2.5), "Attempt to heartbeat with Generation{…} and group
+# instance id … failed due to UNKNOWN_MEMBER_ID, resetting generation" (2.6+; the client
+# ignores "with stale …")
+_EVICTED = re.compile(r"local member_id was not recognized|Attempt to heartbeat failed for "
+                      r"since member id \S+ is not valid|Attempt to heartbeat with (?!stale )"
+                      r".* failed due to UNKNOWN_MEMBER_ID, resetting generation")
+# kafka-python: "Marking the coordinator dead (node N) for group G: Heartbeat session expired."
+_SESSION_EXPIRED = re.compile(r"Marking the coordinator dead .* for group \S+: Heartbeat session "
+                              r"expired")
+# read, no row: kafka-python announces the same expiry just before with the group named
+# (above); Java "Request joining group due to: …" (3.x) is a rejoin request, the join
+# itself is "Successfully joined group"
+_READ_ONLY = re.compile(r"Heartbeat session expired, marking coordinator dead|Request joining "
+                        r"group due to: ")
 _JOINED = re.compile(r"Successfully joined group(?: (?P<g>\S+))? with generation "
                      r"(?:Generation\{generationId=(?P<gen1>-?\d+)|(?P<gen2>-?\d+))")
 _DEDUP_MS = 1_000
 # (?<!\s): tried once per run of spaces, not from each of them (a line padded with a
 # million spaces would take minutes)
 _FOR_GROUP_TAIL = re.compile(r"(?<!\s)\s++for group \S+.*$")
+_NO_GROUP = ("consumer group unknown: the line names no group (no [Consumer … groupId=…] "
+             "prefix, no 'for group'){why}; set adapters.group")
 
 
 def partitions_of(text: str) -> list[tuple[str, int]]:
@@ -97,20 +123,57 @@ def _short(text: str, n: int = 300) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _thread(rest: str) -> tuple[str | None, bool]:
+    """(thread name, whether it is complete) of a line: a name that fills a 15-character
+    field exactly may be Spring Boot's ``%15.15t`` cut (``[ntainer#0-0-C-1]``)."""
+    m = _THREAD.match(rest)
+    if not m:
+        return None, False
+    raw = m.group("t1") or m.group("t2")
+    if m.group("t1") and re.search(r"\.py:\d+$", raw):  # kafka-python's [base.py:979]
+        return None, False
+    name = raw.strip()
+    return name, len(raw) != _SPRING_BOOT_WIDTH or raw[0] == " "
+
+
 class _Context:
     def __init__(self, opts: Options, origin: str) -> None:
         self.opts = opts
         self.default_member = opts.member_for(origin)
-        self.last: tuple[str | None, str] = (opts.group, self.default_member)
-        self.threads: dict[str, tuple[str | None, str]] = {}
+        self.threads: dict[str, tuple[str | None, str]] = {}  # complete thread -> (group, member)
         self.generation: dict[tuple[str | None, str], int] = {}
         self.recent: dict[tuple, int] = {}
+        self.by_thread: dict[tuple, int] = {}  # (thread, event, topic, partition, offset) -> ts
+
+    def who(self, rest: str, thread: str | None, complete: bool) -> tuple[str | None, str, str]:
+        """(group, member, how) of a line: its own prefix or "for group", else the same
+        (complete) thread's last prefixed line, else adapters.group; never a guess."""
+        prefix = _PREFIX.search(rest)
+        if prefix:
+            who = (prefix.group("group") or None, prefix.group("client"))
+            if not who[0]:  # groupId= empty (assign() without a group): (c) below
+                return self.opts.group, who[1], "adapters.group"
+            if thread and complete:
+                self.threads[thread] = who
+            return who[0], who[1], "prefix"
+        tied = self.threads.get(thread) if thread and complete else None
+        g = _FOR_GROUP.search(rest)
+        if g:
+            who = (g.group("group"), tied[1] if tied and tied[0] == g.group("group")
+                   else self.default_member)
+            if thread and complete:
+                self.threads[thread] = who
+            return who[0], who[1], "for group"
+        if tied:
+            return tied[0], tied[1], "thread"
+        return self.opts.group, self.default_member, "adapters.group"
 
 
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
     clock = LogClock(opts)
     ctx = _Context(opts, origin)
     last_ts: int | None = None
+    last_thread: tuple[str | None, bool] = (None, False)
     for n, line in framed_lines(path, w):
         with w.guard(n, line):
             if not line.strip():
@@ -118,27 +181,25 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 continue
             ts, ts_problem, end = clock.parse(line)
             rest = line[end:]
-            events = _events(rest)
-            if ts is None and ts_problem is None and end == 0:
-                ts = last_ts  # a continuation line (stack trace, exception message)
-            elif ts is not None:
-                last_ts = ts
-            thread_m = _THREAD.match(rest)
-            thread = thread_m.group("thread") if thread_m else None
-            prefix = _PREFIX.search(rest)
-            if prefix:
-                who = (prefix.group("group") or None, prefix.group("client"))
-                if thread:
-                    ctx.threads[thread] = who
+            continuation = ts is None and ts_problem is None and end == 0
+            if continuation:
+                ts = last_ts  # a stack-trace or exception line: part of the previous event
+                thread, complete = last_thread
             else:
-                who = ctx.threads.get(thread or "", ctx.last)
-                g = _FOR_GROUP.search(rest)
-                if g:
-                    who = (g.group("group"), who[1])
-            if prefix or _FOR_GROUP.search(rest):
-                ctx.last = who
-            if not events:
+                if ts is not None:
+                    last_ts = ts
+                thread, complete = _thread(rest)
+                last_thread = (thread, complete)
+            group, member, _how = ctx.who(rest, thread, complete)
+            if _READ_ONLY.search(rest):
+                w.recognise(n)
+                continue
+            events = _events(rest)
+            if events is None:
                 w.skip(n, "unrelated_log_line")
+                continue
+            if not events:  # a wording read, naming nothing ("… partitions set([]) …")
+                w.recognise(n)
                 continue
             if ts_problem:
                 w.error(n, ts_problem, line)
@@ -146,18 +207,27 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             if ts is None:
                 w.error(n, "no timestamp on the line or before it", line)
                 continue
-            group, member = who
             if not group and not any(ev.get("group") for ev in events):
-                w.error(n, "consumer group unknown: no groupId on the line; set adapters.group",
-                        line)
+                if thread is not None and all(
+                        abs(ts - ctx.by_thread.get(_thread_key(thread, ev), -10**18)) <= _DEDUP_MS
+                        for ev in events):
+                    w.count("duplicate_log_events")  # an echo (Spring) of what was just written
+                    w.skip(n, "duplicate_log_event")
+                    continue
+                why = ""
+                if thread and not complete:
+                    why = f" and its thread name [{thread}] may be cut short"
+                w.error(n, _NO_GROUP.format(why=why), line)
                 continue
             for ev in events:
-                group = ev.get("group") or who[0]
+                group = ev.get("group") or group
                 if ev["event"] == "joined_group" and ev.get("generation") is not None:
                     ctx.generation[(group, member)] = ev["generation"]
                 gen = ev.get("generation", ctx.generation.get((group, member)))
                 dedup_key = (group, member, ev["event"], ev.get("topic"), ev.get("partition"),
                              ev.get("offset"))
+                if thread is not None:
+                    ctx.by_thread[_thread_key(thread, ev)] = ts
                 seen = ctx.recent.get(dedup_key)
                 if seen is not None and abs(ts - seen) <= _DEDUP_MS:
                     w.count("duplicate_log_events")
@@ -169,10 +239,17 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                       generation=gen, detail=ev.get("detail"))
             if len(ctx.recent) > 10_000:
                 ctx.recent = {k: v for k, v in ctx.recent.items() if ts - v <= _DEDUP_MS}
+                ctx.by_thread = {k: v for k, v in ctx.by_thread.items() if ts - v <= _DEDUP_MS}
 
 
-def _events(text: str) -> list[dict]:
-    """The events a log line states (without group/member/time), or []."""
+def _thread_key(thread: str, ev: dict) -> tuple:
+    return (thread, ev["event"], ev.get("topic"), ev.get("partition"), ev.get("offset"))
+
+
+def _events(text: str) -> list[dict] | None:
+    """The events a log line states (without group/member/time); [] for a wording that
+    names no partition ("Revoking previously assigned partitions set([])"); None when the
+    line is none of ours."""
     m = _AUTO_COMMIT.search(text)
     if m:
         why = _short(m.group("why"))
@@ -183,7 +260,10 @@ def _events(text: str) -> list[dict]:
                 out.append({"event": "commit_failed", "topic": tp.group("t"),
                             "partition": int(tp.group("p")), "offset": int(o.group("o")),
                             "detail": why})
-        return out or [{"event": "commit_failed", "detail": why}]
+        if m.group("g"):
+            for ev in out:
+                ev["group"] = m.group("g")
+        return out or [{"event": "commit_failed", "detail": why, "group": m.group("g")}]
     m = _COMMIT_ON_PARTITION.search(text)
     if m:
         tp = _JAVA_TP.match(m.group("tp"))
@@ -198,6 +278,13 @@ def _events(text: str) -> list[dict]:
             return [{"event": event, "topic": t, "partition": p} for t, p in parts]
     if _POLL_TIMEOUT.search(text):
         return [{"event": "left_group", "detail": "poll timeout"}]
+    m = _EVICTED.search(text)
+    if m:
+        return [{"event": "left_group", "detail": "evicted (seen by the client: the coordinator "
+                 f"no longer knows the member: {_short(m.group(0), 120)})"}]
+    if _SESSION_EXPIRED.search(text):
+        return [{"event": "left_group", "detail": "session timeout (seen by the client: "
+                 "heartbeat session expired)"}]
     m = _LEAVE.search(text)
     if m:
         why = (m.group("why") or "").strip().rstrip(".")
@@ -209,4 +296,4 @@ def _events(text: str) -> list[dict]:
     if m:
         gen = m.group("gen1") or m.group("gen2")
         return [{"event": "joined_group", "generation": int(gen), "group": m.group("g")}]
-    return []
+    return None
