@@ -90,13 +90,14 @@ def test_convert_summary_on_real_samples(tmp_path):
                                   "unaccounted")} == {
         "lines": 5, "rows": 13, "recognised": 2, "skipped": {"unrelated_log_line": 3},
         "error_rows": 0, "unaccounted": 0}
+    # 4 coordinator rows and a joined_group from each "(reason: Adding new member …)"
     assert (second["lines"], second["rows"], second["skipped"]) == (
-        5, 4, {"unrelated_log_line": 1})
-    assert doc["total"] == {"files": 2, "lines": 10, "rows": 17, "recognised": 6,
+        5, 6, {"unrelated_log_line": 1})
+    assert doc["total"] == {"files": 2, "lines": 10, "rows": 19, "recognised": 6,
                             "skipped": {"unrelated_log_line": 4}, "error_rows": 0,
                             "unaccounted": 0}
     rows = _rows(tmp_path / "out")
-    assert len(rows) == 17 and {r["__file"] for r in rows} == {str(csv_sample), str(compose)}
+    assert len(rows) == 19 and {r["__file"] for r in rows} == {str(csv_sample), str(compose)}
     # the same rows as adapters.convert, the code `run` stages sources with
     direct = _rows_of_convert(tmp_path / "direct", "coordinator-log", compose)
     assert [r for r in rows if r["__file"] == str(compose)] == direct
@@ -113,7 +114,8 @@ def test_convert_lists_error_rows_and_an_option_fixes_them(tmp_path):
                   str(tmp_path / "a"))
     assert result.exit_code == 0, result.output  # converted, with an error row
     out = _flat(result.stdout)
-    assert f"{faust}:1: consumer group unknown: no groupId on the line; set adapters.group" in out
+    assert (f"{faust}:1: consumer group unknown: the line names no group (no [Consumer … "
+            "groupId=…] prefix, no 'for group'); set adapters.group") in out
     assert "0 rows, 1 error rows from 15 lines (0 recognised, 14 skipped, 0 unaccounted)" in out
     config = tmp_path / "audit.json"  # --option goes over the config's adapters:
     config.write_text(json.dumps({"adapters": {"group": "another-group", "date": "2018-05-09"}}))
@@ -199,7 +201,9 @@ def test_convert_imports_no_pyspark(tmp_path):
                           env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("PYSPARK False")
-    assert json.loads(done.stdout[:done.stdout.rindex("PYSPARK")])["total"]["rows"] == 4
+    expected = json.loads(Path(sample + ".expected.json").read_text(encoding="utf-8"))["rows"]
+    assert json.loads(done.stdout[:done.stdout.rindex("PYSPARK")])["total"]["rows"] \
+        == len(expected) == 6
 
 
 def test_parse_options():
@@ -284,7 +288,7 @@ def test_run_accepts_auto_per_file(tmp_path):
     written, counts = convert("auto", "events", list(resolved.files), list(resolved.origins),
                               tmp_path / "out", AuditConfig(), sniffed=chosen)
     assert [c.fmt for c in chosen] == ["coordinator-log", "client-log"]
-    assert counts["adapter_rows"] == 4 + 6
+    assert counts["adapter_rows"] == 6 + 6
     with pytest.raises(InputError, match="looks like client-log .* does not carry ledger"):
         convert("auto", "ledger", files[1:], files[1:], tmp_path / "x", AuditConfig())
 
