@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from . import librdkafka_log
 from .clock import LogClock
 from .lines import open_lines
 from .options import Options
@@ -111,7 +112,8 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     clock = LogClock(opts)
     ctx = _Context(opts, origin)
     last_ts: int | None = None
-    for n, line in open_lines(path, w):
+    # librdkafka lines (%7|…|FAC|rdkafka#consumer-1| …) go to adapters/librdkafka_log.py
+    for n, line in librdkafka_log.hand_off(open_lines(path, w), origin, w, opts):
         with w.guard(n, line):
             if not line.strip():
                 w.skip(n, "blank")
