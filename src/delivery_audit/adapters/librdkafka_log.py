@@ -80,9 +80,10 @@ _EXAMPLE = re.compile(r"(?P<ts>\d{9,11}\.\d{1,6}) RDKAFKA-(?P<lvl>\d)-(?P<fac>[A
                       r"(?P<name>\S+): (?P<msg>.*)$")
 _GO = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))\]\[(?P<name>[^\]]*)\]"
                  r"\[(?P<fac>[A-Za-z0-9_]+)\]\[(?P<lvl>\d)\](?P<msg>.*)$")
-_PY = re.compile(r"\b(?P<fac>[A-Z][A-Z0-9_]+) \[(?P<name>rdkafka#[^\]]+)\] (?P<msg>.*)$")
+_PY = re.compile(r"\b(?P<fac>[A-Z][A-Z0-9_]+) \[(?P<name>[^\]\s]*#(?:consumer|producer)-\d+)\] "
+                 r"(?P<msg>.*)$")
 _RUST = re.compile(r"librdkafka: (?P<fac>[A-Z][A-Z0-9_]+) (?P<msg>\[thrd:.*)$")
-_NAME = re.compile(r"rdkafka#(?:consumer|producer)-\d+")
+_NAME = re.compile(r"[\w.-]*#(?:consumer|producer)-\d+")
 _THREAD_MSG = re.compile(r"\[thrd:[^\]]*\]:\s?(?P<msg>.*)$")
 _EPOCH = re.compile(r"^\s*(?P<s>\d{9,11})\.(?P<f>\d{1,6})\s*$")
 _ISO_NEAR_START = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
@@ -92,8 +93,9 @@ _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 
 # a line that belongs to librdkafka (the client-log adapter hands these over)
 _CLAIM = re.compile(r"%\d\|[^|]{1,40}\|[A-Za-z0-9_]+\||RDKAFKA-\d-[A-Za-z0-9_]+: |"
-                    r"librdkafka: [A-Z][A-Z0-9_]+ \[thrd:|\[rdkafka#[^\]]+\]|"
-                    r"\]\[rdkafka#[^\]]*\]\[[A-Za-z0-9_]+\]\[\d\]|"
+                    r"librdkafka: [A-Z][A-Z0-9_]+ \[thrd:|"
+                    r"[A-Z][A-Z0-9_]+ \[[^\]\s]*#(?:consumer|producer)-\d+\] |"
+                    r"\]\[[^\]\s]*#(?:consumer|producer)-\d+\]\[[A-Za-z0-9_]+\]\[\d\]|"
                     r"Application maximum poll interval \(\d+ms\) exceeded|"
                     r"Maximum application poll interval \(max\.poll\.interval\.ms\) exceeded")
 
@@ -120,6 +122,9 @@ _COMMITFAIL = re.compile(r"Offset commit \((?P<how>[^)]*)\) failed for (?P<k>\d+
 # list_str: "t[0]@5(err)" (1.x) / "t(topic-id)[0]@5(err)" (2.x)
 _LIST_ITEM = re.compile(r"(?P<t>[^\s,\[\]()]+)(?:\((?:[^()]|\([^()]*\))*\))?\[(?P<p>\d+)\]"
                         r"(?:@(?P<o>-?\d+))?(?:\((?P<err>[^()]*)\))?")
+# the member's new assignment: ASSIGNMENT (SyncGroup, 1.6+), FETCHSTART (assign(), < 1.6);
+# other lists (DUMP_ALL, OFFSETFETCH …) are not assignments
+_LIST_FACILITIES = ("ASSIGNMENT", "FETCHSTART")
 _LIST_HEAD = re.compile(r"^\s*List with (?P<n>\d+) partition\(s\):\s*$")
 _LIST_LINE = re.compile(r"^\s*(?P<t>\S+) \[(?P<p>\d+)\] offset \S+")
 _CGRP_CONTEXT = re.compile(
@@ -343,14 +348,14 @@ class Reader:
 
         # partition lists (ASSIGNMENT / FETCHSTART …): "List with N partition(s):" + items
         head = _LIST_HEAD.match(msg)
-        if head and p.fac is not None:
+        if head and p.fac in _LIST_FACILITIES:
             m.listing, m.list_expect = [], int(head.group("n"))
             w.recognise(n)
             if m.list_expect == 0:
                 self._list_done(m)
             return
         item = _LIST_LINE.match(msg)
-        if item and m.listing is not None and p.fac is not None:
+        if item and m.listing is not None and p.fac in _LIST_FACILITIES:
             m.listing.append((item.group("t"), int(item.group("p"))))
             w.recognise(n)
             if len(m.listing) >= m.list_expect:
@@ -359,7 +364,7 @@ class Reader:
 
         events = self._wording(msg, m, inst)
         if events is None:
-            if p.fac is not None and _CGRP_CONTEXT.search(msg):
+            if _CGRP_CONTEXT.search(msg):
                 w.recognise(n)
             else:
                 w.skip(n, "unrelated_log_line")
