@@ -108,6 +108,7 @@ _MAXPOLL_ERR = re.compile(r"Maximum application poll interval \(max\.poll\.inter
 _SESSION = re.compile(r"Consumer group session timed out \(in join-state (?P<js>[^)]*)\) after "
                       r"(?P<ms>\d+) ms without a successful response from the group "
                       r"coordinator(?: \((?P<why>[^)]*(?:\([^)]*\)[^)]*)*)\))?")
+_CGRP_LINE = re.compile(r'\s*(?:\S+: )?Group "')
 _LEAVE = re.compile(r'Group "[^"]*": leave \(in state (?P<st>[^)]*)\)')
 _DELEGATE = re.compile(r'Group "[^"]*": delegating (?P<inc>incremental )?(?P<kind>assign|revoke) '
                        r"of (?P<n>\d+) partition\(s\) to application(?: rebalance callback)?"
@@ -243,7 +244,10 @@ class _Member:
     pending: dict | None = None  # a delegated assign waiting for its partition list
     delegated_revoke: bool = False  # the application's unassign will follow: no row
     delegated_assign: bool = False  # the application's assign will follow: no row
-    left: bool = False  # left the group and not assigned since
+    # how the member last left (kind, MAXPOLL numbers), None once assigned again: the
+    # lines that report the same leave again give no second row
+    left: tuple[str, tuple[str, str] | None] | None = None
+    lost: int | None = None  # partitions just lost (the revoke that follows tells the app)
 
 
 class Reader:
@@ -391,31 +395,15 @@ class Reader:
         def detail(text: str) -> str:
             return f"{text}; {inst}" if inst else text
 
-        x = _MAXPOLL.search(msg)
-        if x or _MAXPOLL_ERR.search(msg):
-            if m.left:
-                return []
-            why = (f"poll interval exceeded (max.poll.interval.ms {x.group('max')}, exceeded "
-                   f"by {x.group('by')} ms)" if x else "poll interval exceeded")
-            return [{"event": "left_group", "detail": detail(why)}]
-        x = _SESSION.search(msg)
-        if x:
-            if m.left:
-                return []
-            why = f"session timeout (no coordinator response for {x.group('ms')} ms"
-            why += f"; {x.group('why')})" if x.group("why") else ")"
-            return [{"event": "left_group", "detail": detail(why)}]
-        x = _LEAVE.search(msg)
-        if x:
-            if m.left:
-                return []
-            return [{"event": "left_group", "detail": detail("LeaveGroup")}]
         x = _DELEGATE.search(msg)
         if x:
             count = int(x.group("n"))
             kind = "assigned" if x.group("kind") == "assign" else "revoked"
             why = (x.group("why") or "").strip()
             if count == 0:
+                return []
+            if kind == "revoked" and m.lost == count:  # the loss told to the application
+                m.lost, m.delegated_revoke = None, True
                 return []
             return [{"event": kind, "count": count, "incremental": bool(x.group("inc")),
                      "delegated": True,
@@ -461,6 +449,30 @@ class Reader:
             return out or [{"event": "commit_failed",
                             "detail": detail(f"offset commit ({x.group('how')}) failed: "
                                              f"{_short(err, 200)}")}]
+        x = _LEAVE.search(msg)
+        if x:
+            if m.left is not None:  # the mechanics of a leave already written
+                return []
+            return [{"event": "left_group", "leave": ("leave", None),
+                     "detail": detail("LeaveGroup")}]
+        if _CGRP_LINE.match(msg):  # 'Group "G" …: <reason>': the reason is not the event
+            return None
+        x = _MAXPOLL.search(msg)
+        if x or _MAXPOLL_ERR.search(msg):
+            key = (x.group("max"), x.group("by")) if x else None
+            if m.left is not None and m.left[0] == "maxpoll" and (
+                    key is None or m.left[1] in (None, key)):
+                return []  # the warning, the consumer error and its print: one leave
+            why = (f"poll interval exceeded (max.poll.interval.ms {x.group('max')}, exceeded "
+                   f"by {x.group('by')} ms)" if x else "poll interval exceeded")
+            return [{"event": "left_group", "leave": ("maxpoll", key), "detail": detail(why)}]
+        x = _SESSION.search(msg)
+        if x:
+            if m.left is not None and m.left[0] in ("maxpoll", "leave"):
+                return []  # the session of a member that had already left
+            why = f"session timeout (no coordinator response for {x.group('ms')} ms"
+            why += f"; {x.group('why')})" if x.group("why") else ")"
+            return [{"event": "left_group", "leave": ("session", None), "detail": detail(why)}]
         return None
 
     def _apply(self, n: int, m: _Member, group: str, ts: int, ev: dict) -> None:
@@ -469,11 +481,12 @@ class Reader:
             self._flush(m)
         if kind == "left_group":
             self._flush(m)
-            m.left = True
+            if m.left is None or ev["leave"][0] != "session":
+                m.left = ev["leave"]
             self._row(n, m, group, ts, ev)
             return
         if kind == "assigned":
-            m.left = False
+            m.left = None
             if ev.get("delegated"):
                 m.delegated_assign = True
             parts = m.last_list if m.last_list is not None and \
@@ -487,6 +500,8 @@ class Reader:
         if kind in ("revoked", "lost"):
             if ev.get("delegated"):
                 m.delegated_revoke = True
+            if kind == "lost":
+                m.lost = ev["count"]
             parts = m.current if m.current and len(m.current) == ev["count"] else None
             if parts:
                 for t, p in parts:
