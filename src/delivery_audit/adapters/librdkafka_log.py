@@ -41,8 +41,12 @@ src/rdkafka_partition.c, 0.9 – 2.x):
 
 Other consumer-group lines (join state changes, "received op", heartbeat errors,
 "Fetching committed offsets", …) are read without a row; every other line is skipped.
-A member leaves once until it is assigned again: the MAXPOLL warning, the consumer error
-the application prints later and the LEAVE debug line of the same leave give one row.
+One leave, one row: until the member is assigned again, the consumer error the
+application prints after a MAXPOLL (same numbers, or none), the LEAVE debug line and a
+SESSTMOUT after a MAXPOLL or LEAVE report the same leave (read, no row); two SESSTMOUTs are
+two timeouts (the rejoin between them is not logged without debug). A LEAVE after a
+MAXPOLL that could not be placed (no group) carries its cause; a revoke right after a
+LOST of the same count is the loss told to the application (no second row).
 
 Member: ``adapters.member`` or the file name (``Options.member_for``): the instance name
 (``rdkafka#consumer-1``) is the same in every process, so it is kept in the detail; a
@@ -74,8 +78,9 @@ from .writer import RowWriter
 SOURCES = ("events",)
 
 # --- layouts --------------------------------------------------------------------------
+# (an empty instance name is printed as nothing: "%7|1770120035.565|ASSIGN| [thrd:main]: …")
 _RAW = re.compile(r"%(?P<lvl>\d)\|(?P<ts>[^|]{1,40})\|(?P<fac>[A-Za-z0-9_]+)\|"
-                  r"(?P<name>[^|]*)\|\s?(?P<msg>.*)$")
+                  r"(?:(?P<name>[^|\s][^|]*)\|)?\s?(?P<msg>.*)$")
 _EXAMPLE = re.compile(r"(?P<ts>\d{9,11}\.\d{1,6}) RDKAFKA-(?P<lvl>\d)-(?P<fac>[A-Za-z0-9_]+): "
                       r"(?P<name>\S+): (?P<msg>.*)$")
 _GO = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))\]\[(?P<name>[^\]]*)\]"
@@ -141,8 +146,9 @@ _FENCING = re.compile(
     r"There is a newer producer with the same transactionalId which fences the current one|"
     r"Producer attempted (?:to produce|an operation) with an old epoch|\b_FENCED\b|"
     r"fenced by a newer instance|\bPRODUCER_FENCED\b|\bINVALID_PRODUCER_EPOCH\b")
-_ABORT = re.compile(r"Transaction aborted|\babort_transaction\b|Aborting (?:the )?transaction|"
-                    r"TransactionAbortedException|abortTransaction\(\)")
+_ABORT = re.compile(r"Transaction (?:successfully )?abort|\babort_transaction\b|\bTXNABORT\b|"
+                    r"Aborting (?:the |incomplete )?transaction|TransactionAbortedException|"
+                    r"abortTransaction\(\)")
 
 
 @dataclass
@@ -248,6 +254,7 @@ class _Member:
     # lines that report the same leave again give no second row
     left: tuple[str, tuple[str, str] | None] | None = None
     lost: int | None = None  # partitions just lost (the revoke that follows tells the app)
+    unplaced: str | None = None  # a MAXPOLL without group: the cause of the LEAVE that follows
 
 
 class Reader:
@@ -333,6 +340,12 @@ class Reader:
         return ts, problem
 
     def _member(self, instance: str | None) -> _Member:
+        """The member of an instance; a line without one (an application's print of a
+        consumer error) is the file's consumer when it has exactly one."""
+        if not instance:
+            consumers = [k for k in self.members if k and "producer" not in k]
+            if len(consumers) == 1:
+                return self.members[consumers[0]]
         key = instance or ""
         if key not in self.members:
             consumers = [k for k in self.members if k and "producer" not in k]
@@ -385,6 +398,8 @@ class Reader:
         if not group:
             w.error(n, "consumer group unknown: the line names no group (Group \"G\"); "
                        "set adapters.group", line)
+            if events[0].get("leave", ("",))[0] == "maxpoll":  # its LEAVE line says the group
+                m.unplaced = str(events[0]["detail"]).split("; instance ")[0]
             return
         for ev in events:
             self._apply(n, m, group, ts, ev)
@@ -453,8 +468,8 @@ class Reader:
         if x:
             if m.left is not None:  # the mechanics of a leave already written
                 return []
-            return [{"event": "left_group", "leave": ("leave", None),
-                     "detail": detail("LeaveGroup")}]
+            why, m.unplaced = (f"{m.unplaced}; LeaveGroup" if m.unplaced else "LeaveGroup"), None
+            return [{"event": "left_group", "leave": ("leave", None), "detail": detail(why)}]
         if _CGRP_LINE.match(msg):  # 'Group "G" …: <reason>': the reason is not the event
             return None
         x = _MAXPOLL.search(msg)
@@ -486,7 +501,7 @@ class Reader:
             self._row(n, m, group, ts, ev)
             return
         if kind == "assigned":
-            m.left = None
+            m.left, m.unplaced = None, None
             if ev.get("delegated"):
                 m.delegated_assign = True
             parts = m.last_list if m.last_list is not None and \
