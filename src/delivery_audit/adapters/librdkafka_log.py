@@ -114,7 +114,8 @@ _SESSION = re.compile(r"Consumer group session timed out \(in join-state (?P<js>
                       r"(?P<ms>\d+) ms without a successful response from the group "
                       r"coordinator(?: \((?P<why>[^)]*(?:\([^)]*\)[^)]*)*)\))?")
 _CGRP_LINE = re.compile(r'\s*(?:\S+: )?Group "')
-_LEAVE = re.compile(r'Group "[^"]*": leave \(in state (?P<st>[^)]*)\)')
+# 'Group "G": leave' (0.9 – 0.11.3), '… leave (in state S)' (0.11.4+)
+_LEAVE = re.compile(r'Group "[^"]*": leave(?: \(in state (?P<st>[^)]*)\))?(?=\s*$|:)')
 _DELEGATE = re.compile(r'Group "[^"]*": delegating (?P<inc>incremental )?(?P<kind>assign|revoke) '
                        r"of (?P<n>\d+) partition\(s\) to application(?: rebalance callback)?"
                        r"(?: on queue (?P<q>[^:]*))?(?:: (?P<why>.*))?")
