@@ -85,11 +85,11 @@ _EXAMPLE = re.compile(r"(?P<ts>\d{9,11}\.\d{1,6}) RDKAFKA-(?P<lvl>\d)-(?P<fac>[A
                       r"(?P<name>\S+): (?P<msg>.*)$")
 _GO = re.compile(r"\[(?P<ts>\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d))\]\[(?P<name>[^\]]*)\]"
                  r"\[(?P<fac>[A-Za-z0-9_]+)\]\[(?P<lvl>\d)\](?P<msg>.*)$")
-_PY = re.compile(r"\b(?P<fac>[A-Z][A-Z0-9_]+) \[(?P<name>[^\]\s]*#(?:consumer|producer)-\d+)\] "
-                 r"(?P<msg>.*)$")
+_PY = re.compile(r"(?<![A-Z0-9_])(?P<fac>[A-Z][A-Z0-9_]+) "
+                 r"\[(?P<name>[^\]\[\s]*#(?:consumer|producer)-\d+)\] (?P<msg>.*)$")
 _RUST = re.compile(r"librdkafka: (?P<fac>[A-Z][A-Z0-9_]+) (?P<msg>\[thrd:.*)$")
-_NAME = re.compile(r"[\w.-]*#(?:consumer|producer)-\d+")
-_THREAD_MSG = re.compile(r"\[thrd:[^\]]*\]:\s?(?P<msg>.*)$")
+_NAME = re.compile(r"(?<![\w.-])[\w.-]*#(?:consumer|producer)-\d+")
+_THREAD_MSG = re.compile(r"\[thrd:[^\]\[]*\]:\s?(?P<msg>.*)$")
 _EPOCH = re.compile(r"^\s*(?P<s>\d{9,11})\.(?P<f>\d{1,6})\s*$")
 _ISO_NEAR_START = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
 _MONTH_DAY = re.compile(r"^\s*(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +"
@@ -99,8 +99,8 @@ _MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 # a line that belongs to librdkafka (the client-log adapter hands these over)
 _CLAIM = re.compile(r"%\d\|[^|]{1,40}\|[A-Za-z0-9_]+\||RDKAFKA-\d-[A-Za-z0-9_]+: |"
                     r"librdkafka: [A-Z][A-Z0-9_]+ \[thrd:|"
-                    r"[A-Z][A-Z0-9_]+ \[[^\]\s]*#(?:consumer|producer)-\d+\] |"
-                    r"\]\[[^\]\s]*#(?:consumer|producer)-\d+\]\[[A-Za-z0-9_]+\]\[\d\]|"
+                    r"(?<![A-Z0-9_])[A-Z][A-Z0-9_]+ \[[^\]\[\s]*#(?:consumer|producer)-\d+\] |"
+                    r"\]\[[^\]\[\s]*#(?:consumer|producer)-\d+\]\[[A-Za-z0-9_]+\]\[\d\]|"
                     r"Application maximum poll interval \(\d+ms\) exceeded|"
                     r"Maximum application poll interval \(max\.poll\.interval\.ms\) exceeded")
 
@@ -112,7 +112,7 @@ _MAXPOLL_ERR = re.compile(r"Maximum application poll interval \(max\.poll\.inter
                           r"exceeded")
 _SESSION = re.compile(r"Consumer group session timed out \(in join-state (?P<js>[^)]*)\) after "
                       r"(?P<ms>\d+) ms without a successful response from the group "
-                      r"coordinator(?: \((?P<why>[^)]*(?:\([^)]*\)[^)]*)*)\))?")
+                      r"coordinator(?: \((?P<why>[^()]*(?:\([^()]*\)[^()]*)*)\))?")
 _CGRP_LINE = re.compile(r'\s*(?:\S+: )?Group "')
 # 'Group "G": leave' (0.9 – 0.11.3), '… leave (in state S)' (0.11.4+)
 _LEAVE = re.compile(r'Group "[^"]*": leave(?: \(in state (?P<st>[^)]*)\))?(?=\s*$|:)')
@@ -127,8 +127,8 @@ _LOST = re.compile(r'Group "[^"]*": current assignment of (?P<n>\d+) partition\(
 _COMMITFAIL = re.compile(r"Offset commit \((?P<how>[^)]*)\) failed for (?P<k>\d+)/(?P<n>\d+) "
                          r"partition\(s\)(?: in join-state (?P<js>\S+))?: (?P<rest>.*)")
 # list_str: "t[0]@5(err)" (1.x) / "t(topic-id)[0]@5(err)" (2.x)
-_LIST_ITEM = re.compile(r"(?P<t>[^\s,\[\]()]+)(?:\((?:[^()]|\([^()]*\))*\))?\[(?P<p>\d+)\]"
-                        r"(?:@(?P<o>-?\d+))?(?:\((?P<err>[^()]*)\))?")
+_LIST_ITEM = re.compile(r"(?<![^\s,\[\]()])(?P<t>[^\s,\[\]()]+)(?:\((?:[^()]|\([^()]*\))*\))?"
+                        r"\[(?P<p>\d+)\](?:@(?P<o>-?\d+))?(?:\((?P<err>[^()]*)\))?")
 # the member's new assignment: ASSIGNMENT (SyncGroup, 1.6+), FETCHSTART (assign(), < 1.6);
 # other lists (DUMP_ALL, OFFSETFETCH …) are not assignments
 _LIST_FACILITIES = ("ASSIGNMENT", "FETCHSTART")
@@ -183,7 +183,7 @@ def _json_log(line: str) -> tuple[dict | None, str | None]:
         return None, None
     try:
         obj = json.loads(line[i:])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     found: list[dict] = []
     ts = None
@@ -309,7 +309,8 @@ class Reader:
         if ts is None and p.iso:
             ts, problem, _ = self.clock.parse(p.iso)
         if ts is None and problem is None:
-            ts, problem, end = self.clock.parse(line)
+            # lstrip: a line of a million spaces would make the clock's ^\s*\[?\s* backtrack
+            ts, problem, _ = self.clock.parse(line.lstrip())
             if ts is None and problem is None:
                 m = _ISO_NEAR_START.search(line[:80])
                 if m:
