@@ -218,6 +218,19 @@ def test_commit_failed_per_listed_partition(tmp_path):
     assert r["detail"].startswith("offset commit (manual) failed: Broker: Unknown member")
 
 
+def test_commit_failed_lists_of_librdkafka_2_4_carry_a_topic_id(tmp_path):
+    # rdkafka_partition.c rd_kafka_topic_partition_list_str since 2.4.0 (KIP-848, #4634):
+    # "%s(%s)[%d]@%lld(%s)" of topic, topic id ("(null)" when unknown), partition, offset,
+    # error; the COMMITFAIL wording (rdkafka_cgrp.c) with "in join-state" (1.6+)
+    line = ("%4|1717000000.250|COMMITFAIL|rdkafka#consumer-1| [thrd:main]: Offset commit "
+            "(manual) failed for 2/2 partition(s) in join-state wait-unassign-to-complete: "
+            "Broker: Unknown member: orders((null))[0]@17(Broker: Unknown member), "
+            "orders(kZyy6bnJRm2pd2dTlbV2Rg)[1]@4(Broker: Unknown member)")
+    rows, _, _, _ = _run(tmp_path, line + "\n", {"group": "g"})
+    assert [(r["topic"], r["partition"], r["offset"]) for r in rows] == [("orders", 0, 17),
+                                                                         ("orders", 1, 4)]
+
+
 def test_node_rdkafka_event_log_objects(tmp_path):
     # node-rdkafka #832: the application's JSON line around an event.log object (its time in
     # "timestamp"); node-rdkafka #823: a COMMITFAIL event.log object logged alone, without
