@@ -53,6 +53,11 @@ def _adapter_samples():
         ("kafka-console-consumer", "ledger"): CONSOLE.splitlines(),
         ("client-log", "events"): (SPRING + JAVA_POLL + KAFKA_PYTHON).splitlines(),
         ("coordinator-log", "events"): SERVER_LOG.splitlines(),
+        ("librdkafka-log", "events"): [  # librdkafka 2.16's own lines, both layouts
+            line for name in ("mock-2.16-stderr.log", "mock-2.16-python-logger.log")
+            for line in (Path(__file__).parents[1] / "data" / "librdkafka" / name)
+            .read_text(encoding="utf-8").splitlines() if "ASSIGN" in line or "MAXPOLL" in line
+            or "LOST" in line or "LEAVE" in line],
     }
 
 

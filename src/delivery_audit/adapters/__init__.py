@@ -19,6 +19,7 @@ from . import (
     console_consumer,
     coordinator_log,
     dump_log,
+    librdkafka_log,
     verifiable_consumer,
     verifiable_producer,
 )
@@ -36,6 +37,7 @@ ADAPTERS = {
     "kafka-console-consumer": console_consumer,
     "client-log": client_log,
     "coordinator-log": coordinator_log,
+    "librdkafka-log": librdkafka_log,
 }
 
 

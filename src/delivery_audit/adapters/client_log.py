@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from . import librdkafka_log
 from .clock import LogClock
 from .framing import framed_lines
 from .options import Options
@@ -174,7 +175,8 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     ctx = _Context(opts, origin)
     last_ts: int | None = None
     last_thread: tuple[str | None, bool] = (None, False)
-    for n, line in framed_lines(path, w):
+    # librdkafka lines (%7|…|FAC|rdkafka#consumer-1| …) go to adapters/librdkafka_log.py
+    for n, line in librdkafka_log.hand_off(framed_lines(path, w), origin, w, opts):
         with w.guard(n, line):
             if not line.strip():
                 w.skip(n, "blank")

@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 
 from .framing import csv_layout, frame_text
+from .librdkafka_log import claims as librdkafka_claims
 
 SNIFF_LINES = 200
 LIBRDKAFKA = "librdkafka"  # the adapter's name, when this version has one
@@ -114,7 +115,7 @@ def sniff(path: str, origin: str | None = None,
         if _DUMP.match(raw):
             hit("dump", f"{raw[:40]!r} (line {i + 1})")
             continue
-        if _RDKAFKA.match(raw):
+        if _RDKAFKA.match(raw) or librdkafka_claims(raw):
             hit("rdkafka", f"{raw[:30]!r} (line {i + 1})")
             continue
         if _CONSOLE.search(raw) and "\t" in raw:

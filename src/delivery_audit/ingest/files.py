@@ -19,6 +19,7 @@ ADAPTER_FORMATS: dict[str, tuple[str, ...]] = {
     "kafka-console-consumer": ("broker", "ledger"),
     "client-log": ("events",),  # Java client / Spring Kafka / kafka-python consumer logs
     "coordinator-log": ("events",),  # broker GroupCoordinator server.log
+    "librdkafka-log": ("events",),  # librdkafka (confluent-kafka-*, rust-rdkafka) logs
     # each file's adapter sniffed from its content (adapters/sniff.py); checked per file
     "auto": ("sends", "broker", "ledger", "events"),
 }
