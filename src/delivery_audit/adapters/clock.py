@@ -12,7 +12,7 @@ from .options import Options
 
 # a date, then " ", "T" or "_" (runit/svlogd: 2018-07-11_05:04:07.75431), then the time
 _LOG_TS = re.compile(
-    r"^\s*\[?\s*(?:(?P<date>\d{4}-\d{2}-\d{2})[ T_])?"
+    r"^\s*+\[?\s*+(?:(?P<date>\d{4}-\d{2}-\d{2})[ T_])?"
     r"(?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?"
     r"\s*(?P<tz>Z|[+-]\d{2}:?\d{2}|UTC)?\]?")
 
