@@ -48,6 +48,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _LOG_START = re.compile(r"^\s*\[?\s*(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2}")
 _LEVELS = {"INFO", "WARN", "WARNING", "ERROR", "DEBUG", "TRACE", "FATAL", "SEVERE"}
 _COMPOSE = re.compile(r"^(?P<name>[A-Za-z0-9][\w.-]*)\s+\|(?: |$)")
+# a layout that puts the level first ("%p - %d - %c:%L - %m"): "INFO - 2024-11-11 09:36:29,853 - …"
+_LEVEL_FIRST = re.compile(r"^(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE)\s*+[-|:]?\s++"
+                          r"(?=(?:\d{4}-\d{2}-\d{2}[ T])?\d{2}:\d{2}:\d{2})")
 _KUBECTL = re.compile(r"^\[pod/[^\s/\]]+/[^\s\]]+\] ")
 _MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 _HOST_TAG = r" (?P<host>[A-Za-z][\w.-]*) [A-Za-z][\w./-]*(?:\[\d+\])?: ?"
@@ -246,6 +249,10 @@ def _strip_outer(line: str) -> tuple[str, str | None]:
     of its own (it then starts with that time)."""
     outer: str | None = None
     for _ in range(6):
+        m = _LEVEL_FIRST.match(line)
+        if m:
+            line = line[m.end():]
+            continue
         m = _KUBECTL.match(line)
         if m:
             line = line[m.end():]
