@@ -10,10 +10,13 @@ from dataclasses import dataclass
 
 from pyspark.sql import types as T
 
+from .config import ISOLATION_LEVELS
+
 SOURCES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
 
-SEND_STATUSES = ("acked", "failed", "timeout")
+SEND_STATUSES = ("acked", "failed", "timeout", "aborted")
 OUTCOMES = ("success", "failure", "skipped")
+CONTROLS = ("commit", "abort")  # a transaction marker's kind (contract §9)
 EVENT_TYPES = (
     "assigned", "revoked", "lost", "commit", "commit_failed", "left_group", "joined_group",
 )
@@ -57,6 +60,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("producer_id", "string"),
         Field("idempotent", "bool"),
         Field("error", "string"),
+        Field("transactional_id", "string"),
     ),
     "broker": (
         Field("topic", "string", required=True),
@@ -69,6 +73,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("pid", "long"),
         Field("producer_epoch", "int"),
         Field("batch_sequence", "int"),
+        Field("transactional", "bool"),
+        Field("control", "enum", allowed=CONTROLS),
     ),
     "ledger": (
         Field("group_id", "string", required=True),
@@ -82,6 +88,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("finished_ts", "timestamp"),
         Field("outcome", "enum", required=True, allowed=OUTCOMES),
         Field("generation", "int"),
+        Field("isolation", "enum", allowed=ISOLATION_LEVELS),
     ),
     "events": (
         Field("group_id", "string", required=True),
