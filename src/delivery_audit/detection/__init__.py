@@ -12,6 +12,11 @@ Three passes, each ending in one exchange of routed rows (routes.py):
    the small tables the report counts (outputs.py); the published evidence, the source
    rows of the identities the anomalies name, read from pass 1's leaves (evidence_table.py).
 
+Before pass 1, only when the dump holds transactions (contract §9): one exchange of the
+broker rows by (topic, partition, pid) gives each its transaction's outcome
+(transactions.py); aborted rows are no copies in pass 1, and the open transactions are
+counted from the same leaf.
+
 Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_by`` (the catalogue, from
 which docs/anomalies.md is generated).
 
