@@ -316,3 +316,26 @@ def test_section9_fields_in_every_reader(spark, tmp_path):
     assert suites["sends"]["success"], suites["sends"]
     assert suites["broker"]["failed"] == [f for f in suites["broker"]["failed"]
                                           if "quarantined_share" in json.dumps(f)]
+
+
+# -- report.html ------------------------------------------------------------------------
+
+def test_html_shows_transactions_and_the_sla_only_when_present():
+    from report_fixtures import make_report
+
+    from delivery_audit.report.html import render_html
+
+    report = make_report()
+    assert 'id="transactions"' not in render_html(report, {})
+    rows = [{"topic": "orders", "partition": 3, "committed_txns": 2, "committed_records": 5,
+             "aborted_txns": 1, "aborted_records": 2, "open_txns": 1, "open_records": 1,
+             "last_ms": 1795086000000,
+             "open": [{"first_offset": 41, "pid": 7, "epoch": 0, "last_offset": 41,
+                       "first_ms": 1795082400000, "records": 1, "age_ms": 3_600_000}]}]
+    report["transactions"] = build_transactions(rows, 60_000, (0, 2**62))
+    report["latency_sla"] = {"g1": {"sla_ms": 5000, "late": 3}, "g2": {"sla_ms": None,
+                                                                       "late": 0}}
+    html = render_html(report, {})
+    part = html[html.index('id="transactions"'):html.index('id="top-keys"')]
+    assert "orders" in part and ">41<" in part and "60.0 min" in part
+    assert "g1" in part and "g2" not in part
