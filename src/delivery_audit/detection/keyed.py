@@ -16,6 +16,10 @@ or sort:
   latency) and its identity's ``judged`` flag (merge joins);
 * per key, the identities in seq order: seq_gap's range and each identity's predecessor.
 
+Transactions (contract §9, transactions.py): broker rows carry their outcome; an aborted
+row judges its identity (rule 25) and may be a zombie write, but it is no copy (rule 22),
+and a ledger row at it is an aborted read, otherwise treated like an unresolved row.
+
 The pass ends by emitting routed rows (routes.py): the write side's anomaly rows, the
 ledger rows (to the consumer side), the (group, identity) pairs of the states and the
 successful processings (to the states and dup_effect), the first copy of each identity
