@@ -107,15 +107,26 @@ CONFIG = AuditConfig(groups=(
 
 @pytest.fixture(scope="module")
 def result(spark, tmp_path_factory):
-    log = build_cases()
-    detection = detect(spark, log.frames(spark), AuditWindow.of(START, END), CONFIG)
-    path = str(tmp_path_factory.mktemp("txn") / "anomalies")
-    written = detection.write_anomalies(path)
+    from job_count import spark_jobs
+
+    tmp = tmp_path_factory.mktemp("txn")
+    frames = {}  # read from Parquet, as the audit stages them
+    for name, df in build_cases().frames(spark).items():
+        df.write.parquet(str(tmp / name))
+        frames[name] = spark.read.parquet(str(tmp / name))
+    detection = detect(spark, frames, AuditWindow.of(START, END), CONFIG)
+    path = str(tmp / "anomalies")
+    written, jobs = spark_jobs(spark, lambda: detection.write_anomalies(path))
     rows = [r.asDict() for r in spark.read.parquet(path).collect()]
     st = [r.asDict() for r in detection.states.select(
         "group_id", "topic", "seq", "state", "successes").collect()]
     return {"rows": rows, "states": st, "judged": written.judged_by_topic,
-            "transactions": written.transactions}
+            "transactions": written.transactions, "jobs": jobs}
+
+
+def test_transactions_cost_no_spark_job(result):
+    """The transactions' exchange and aggregates run inside detection's one write."""
+    assert result["jobs"] == 1
 
 
 def rows_of(result, anomaly: str, topic: str) -> list[dict]:
