@@ -48,10 +48,18 @@ class Log:
         self.sends.append(row)
         return self
 
-    def write(self, seq, offset=None, at="10:00:01", topic="t", key="k", partition=0):
+    def write(self, seq, offset=None, at="10:00:01", topic="t", key="k", partition=0,
+              **extra):
         self.broker.append(dict(topic=topic, partition=partition,
                                 offset=seq if offset is None else offset, key=key, seq=seq,
-                                timestamp=at))
+                                timestamp=at, **extra))
+        return self
+
+    def marker(self, offset, control, pid, epoch=0, at="10:00:01", topic="t", partition=0):
+        """A transaction marker (contract §9): a control row of pid at offset."""
+        self.broker.append(dict(topic=topic, partition=partition, offset=offset,
+                                timestamp=at, control=control, pid=pid,
+                                producer_epoch=epoch, transactional=True))
         return self
 
     def process(self, offset, at="10:00:02", done="10:00:03", group="g", member="m1",

@@ -33,6 +33,11 @@ EXPECTED = {
     "key_partition_split": 0,
     "concurrent_processing": 0,
     "retry_after_failure": 0,
+    # contract §9: no transactions in this day, no latency SLA configured
+    "aborted_read": 0,
+    "hanging_transaction": 0,
+    "zombie_write": 0,
+    "late_delivery": 0,
 }
 STATES = {"delivered_once": 3, "delivered_duplicate": 2, "lost_acked": 1, "lost_unacked": 1,
           "skipped": 0, "expired_unconsumed": 0, "pending": 1}

@@ -157,6 +157,42 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         ("detection.retries:retry_after_failure",),
         "an attempt that follows a failed one on the same record: expected",
     ),
+    AnomalySpec(
+        "aborted_read",
+        "critical",
+        "processings",
+        True,
+        ("detection.transactions:outcomes", "detection.transactions:aborted_read"),
+        "a successful processing of a record whose transaction was aborted",
+    ),
+    AnomalySpec(
+        "hanging_transaction",
+        "high",
+        "transactions",
+        False,
+        ("detection.transactions:open_transactions",
+         "detection.transactions:hanging_transaction"),
+        "an open transaction older than transaction_timeout_ms at the partition's last "
+        "record: it pins the last stable offset",
+    ),
+    AnomalySpec(
+        "zombie_write",
+        "critical",
+        "records",
+        False,
+        ("detection.transactions:outcomes", "detection.transactions:zombie_write"),
+        "a transactional record with a lower producer epoch than one already written by "
+        "its pid in the partition: a fenced producer's write landed",
+    ),
+    AnomalySpec(
+        "late_delivery",
+        "medium",
+        "messages",
+        True,
+        ("detection.delivery_states:late_delivery",),
+        "first successful processing more than the group's latency_sla_ms after the "
+        "message's judging time",
+    ),
 )
 
 ANOMALY_NAMES: tuple[str, ...] = tuple(a.name for a in ANOMALIES)
@@ -165,6 +201,7 @@ SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "info")
 
 DUP_WRITE_CAUSES: tuple[str, ...] = ("producer_retry", "idempotence_breach", "unknown")
 REDELIVERY_CAUSES: tuple[str, ...] = ("rebalance", "other")
+ABORTED_READ_CAUSES: tuple[str, ...] = ("read_uncommitted", "read_committed", "unknown")
 
 STATES: tuple[str, ...] = (
     "delivered_once",

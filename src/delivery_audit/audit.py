@@ -32,7 +32,7 @@ from .detection import detect
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
-from .report.summary import anomaly_count_table, build_report
+from .report.summary import anomaly_count_table, build_report, build_transactions
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import JobCounter, tune_for_input, tune_for_staged
 
@@ -80,6 +80,10 @@ class Stages:
 
 def _iso(dt: datetime) -> str:
     return iso_z(dt)
+
+
+def _epoch_ms(dt: datetime) -> int:
+    return int(dt.timestamp() * 1000)
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
@@ -210,7 +214,13 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         group_topics={g: list(ts) for g, ts in facts.topics_of.items()},
         config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
                         "pseudonymise": req.config.pseudonymise,
-                        "groups": {g.group_id: g.settings for g in req.config.groups}},
+                        "groups": {g.group_id: g.settings for g in req.config.groups},
+                        "transaction_timeout_ms": req.config.transaction_timeout_ms,
+                        "latency_sla_ms": req.config.latency_sla_ms},
+        transactions=build_transactions(
+            written.transactions, req.config.transaction_timeout_ms,
+            (_epoch_ms(req.window.start), _epoch_ms(req.window.end))),
+        sla_ms={g: req.config.sla_ms(g) for g in facts.group_ids},
     )
     return Reconciled(report, written, anomalies, ingested, frames, facts, input_metrics, got)
 

@@ -9,6 +9,12 @@ from typing import Any
 
 import yaml
 
+from .fields import ISOLATION_LEVELS
+
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000  # Kafka's transaction.timeout.ms default
+LATENCY_SLA = "latency_sla_ms"  # top level and per group (contract §9)
+ISOLATION = "isolation.level"  # per group (contract §9)
+
 GROUP_SETTINGS = (
     "max.poll.records",
     "max.poll.interval.ms",
@@ -54,6 +60,10 @@ class AuditConfig:
     notifier: dict[str, Any] = field(default_factory=lambda: {"type": "log"}, repr=False)
     # keys, member ids and producer ids shown as keyed pseudonyms (privacy.py)
     pseudonymise: bool = False
+    # contract §9: Kafka's transaction.timeout.ms (hanging_transaction), the delivery
+    # latency SLA of every group without its own (late_delivery; None: not judged)
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    latency_sla_ms: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def only_groups(self, group_ids: list[str]) -> AuditConfig:
@@ -66,6 +76,18 @@ class AuditConfig:
     def group(self, group_id: str) -> GroupConfig | None:
         return next((g for g in self.groups if g.group_id == group_id), None)
 
+    def sla_ms(self, group_id: str) -> int | None:
+        """The group's ``latency_sla_ms``, else the top-level one, else None (contract §9)."""
+        g = self.group(group_id)
+        own = g.get(LATENCY_SLA) if g is not None else None
+        return int(own) if own is not None else self.latency_sla_ms
+
+    def isolation(self, group_id: str) -> str | None:
+        """The group's configured ``isolation.level`` (lower case), or None."""
+        g = self.group(group_id)
+        level = g.get(ISOLATION) if g is not None else None
+        return None if level is None else str(level).lower()
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuditConfig:
         if not isinstance(data, dict):
@@ -74,6 +96,11 @@ class AuditConfig:
         for gid, settings in (data.get("groups") or {}).items():
             settings = dict(settings or {})
             topics = tuple(str(t) for t in settings.pop("topics", []) or [])
+            if settings.get(LATENCY_SLA) is not None:
+                settings[LATENCY_SLA] = _millis(settings[LATENCY_SLA],
+                                                f"groups.{gid}.{LATENCY_SLA}")
+            if settings.get(ISOLATION) is not None:
+                settings[ISOLATION] = _isolation(settings[ISOLATION], f"groups.{gid}")
             groups.append(GroupConfig(str(gid), settings, topics))
         ranges = tuple(
             DumpRange(str(r["topic"]), int(r["partition"]), int(r["log_start_offset"]),
@@ -98,8 +125,36 @@ class AuditConfig:
             on_invalid_input=on_invalid,
             notifier=dict(data.get("notifier") or {"type": "log"}),
             pseudonymise=_flag(data.get("pseudonymise", False), "pseudonymise"),
+            transaction_timeout_ms=_millis(
+                data.get("transaction_timeout_ms", DEFAULT_TRANSACTION_TIMEOUT_MS),
+                "transaction_timeout_ms"),
+            latency_sla_ms=None if data.get(LATENCY_SLA) is None
+            else _millis(data[LATENCY_SLA], LATENCY_SLA),
             raw=data,
         )
+
+
+def _millis(value: Any, name: str) -> int:
+    """A non-negative whole number of milliseconds (an int, or an all-digit string)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a whole number of milliseconds, got {value!r}")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a whole number of milliseconds (>= 0), "
+                         f"got {value!r}")
+    return value
+
+
+def _isolation(value: Any, where: str) -> str:
+    """An ``isolation.level``: read_committed or read_uncommitted (any case)."""
+    level = str(value).strip().lower() if isinstance(value, str) else None
+    if level not in ISOLATION_LEVELS:
+        raise ValueError(f"{where}.{ISOLATION} must be one of "
+                         f"{', '.join(ISOLATION_LEVELS)}, got {value!r}")
+    return level
 
 
 def _flag(value: Any, name: str) -> bool:

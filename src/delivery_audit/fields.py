@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 SOURCES: tuple[str, ...] = ("sends", "broker", "ledger", "events")
 
-SEND_STATUSES = ("acked", "failed", "timeout")
+SEND_STATUSES = ("acked", "failed", "timeout", "aborted")
 OUTCOMES = ("success", "failure", "skipped")
 CONTROLS = ("commit", "abort")  # a transaction marker's kind (contract §9)
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")  # a consumer's isolation.level (§9)
 EVENT_TYPES = (
     "assigned", "revoked", "lost", "commit", "commit_failed", "left_group", "joined_group",
 )
@@ -85,6 +86,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("finished_ts", "timestamp"),
         Field("outcome", "enum", required=True, allowed=OUTCOMES),
         Field("generation", "int"),
+        Field("isolation", "enum", allowed=ISOLATION_LEVELS),
     ),
     "events": (
         Field("group_id", "string", required=True),

@@ -52,25 +52,29 @@ def valid_row(source: str, i: int) -> dict:
     if source == "sends":
         return {"send_ts": ms, "topic": "orders", "key": f"k{i % 5}", "seq": i,
                 "status": "acked", "partition": i % 3, "offset": i, "ack_ts": iso(ms + 5),
-                "attempt": 1, "producer_id": "p-1", "idempotent": True, "error": None}
+                "attempt": 1, "producer_id": "p-1", "idempotent": True, "error": None,
+                "transactional_id": "tx-1"}
     if source == "broker":
         return {"topic": "orders", "partition": i % 3, "offset": i, "key": f"k{i % 5}",
                 "seq": i, "timestamp": iso(ms), "producer_id": "p-1", "pid": 7,
-                "producer_epoch": 0, "batch_sequence": i}
+                "producer_epoch": 0, "batch_sequence": i, "transactional": False,
+                "control": None}
     if source == "ledger":
         return {"group_id": "g", "member_id": "m-1", "topic": "orders", "partition": i % 3,
                 "offset": i, "key": f"k{i % 5}", "seq": i, "started_ts": ms,
-                "finished_ts": iso(ms + 20), "outcome": "success", "generation": 3}
+                "finished_ts": iso(ms + 20), "outcome": "success", "generation": 3,
+                "isolation": "read_committed"}
     return {"group_id": "g", "member_id": "m-1", "ts": ms, "event": "commit",
             "topic": "orders", "partition": i % 3, "offset": i, "generation": 3,
             "detail": f"row {i}"}
 
 
 # Optional fields whose absence keeps every valid_row valid (and unique).
-DROPPABLE = {"sends": ("key", "ack_ts", "attempt", "producer_id", "idempotent", "error"),
+DROPPABLE = {"sends": ("key", "ack_ts", "attempt", "producer_id", "idempotent", "error",
+                       "transactional_id"),
              "broker": ("key", "seq", "producer_id", "pid", "producer_epoch",
-                        "batch_sequence"),
-             "ledger": ("key", "finished_ts", "generation"),
+                        "batch_sequence", "transactional", "control"),
+             "ledger": ("key", "finished_ts", "generation", "isolation"),
              "events": ("member_id", "generation", "detail")}
 
 # Hostile values as JSON text, per field kind: certainly wrong, and edge values that may

@@ -12,6 +12,11 @@ Three passes, each ending in one exchange of routed rows (routes.py):
    the small tables the report counts (outputs.py); the published evidence, the source
    rows of the identities the anomalies name, read from pass 1's leaves (evidence_table.py).
 
+Before pass 1, only when the dump holds transactions (contract §9): one exchange of the
+broker rows by (topic, partition, pid) gives each its transaction's outcome
+(transactions.py); aborted rows are no copies in pass 1, and the open transactions are
+counted from the same leaf.
+
 Where each anomaly is decided: ``anomalies.ANOMALIES[*].decided_by`` (the catalogue, from
 which docs/anomalies.md is generated).
 
@@ -44,6 +49,7 @@ from . import (
     outputs,
     redelivery,
     routes,
+    transactions,
     write_side,
 )
 from .facts import Facts, compute_facts
@@ -113,13 +119,18 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         if facts.group_ids else frames["events"].limit(0)
     observations = outputs.observations()
     sends = outputs.observe_sends(frames["sends"], window, observations)
-    by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts)
+    # the broker rows with their transaction (a leaf of its own when the dump has any)
+    outcomes = transactions.outcomes(frames["broker"], facts)
+    by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts, outcomes)
     pass2, identities = by_key.exchanged, by_key.identities
     pairs = routes.of_kind(pass2, keyed.P)
+    sla = {g: ms for g in facts.group_ids if (ms := config.sla_ms(g)) is not None}
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
-        .unionByName(delivery_states.states_pass(pairs)))
+        .unionByName(delivery_states.states_pass(pairs, sla)))
     names = [f.name for f in ANOMALY_SCHEMA.fields]
+    txn_anomalies = [transactions.hanging_rows(outcomes, config, window, facts)] \
+        if facts.transactional else []
     anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
         routes.of_kind(pass2, keyed.A),
         write_side.first_move(routes.of_kind(pass2, keyed.K)),
@@ -127,12 +138,16 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         routes.of_kind(pass3, consumer.A),
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
+        *txn_anomalies,
     )]))
+    txn_facts = [outputs.transaction_facts(transactions.summary_table(outcomes, facts))] \
+        if facts.transactional else []
     facts_rows = reduce(DataFrame.unionByName, [
         outputs.judged(identities),
         outputs.state_counts(routes.of_kind(pass3, consumer.ST)),
         outputs.handovers(routes.of_kind(pass3, consumer.H)),
         *outputs.latencies(routes.of_kind(pass3, consumer.X_)),
+        *txn_facts,
     ])
     return Detection(anomalies=anomalies, facts_rows=facts_rows, facts=facts, pairs=pairs,
                      evidence_rows=evidence_table.evidence_rows(

@@ -1,6 +1,8 @@
 """Delivery states (rule 11) per judged identity and group, the per-group anomalies they
 imply (skipped, pending, expired_unconsumed) and dup_effect.
 
+late_delivery (contract §9) compares a pair's first success with the time that judges it.
+
 Pass 2 routes, for each judged identity, one *pair* row per group consuming its topic (its
 figures from pass 1, and whether the group went past every copy: rule 12) and every
 successful processing of the identity, by group (keyed.py). One window over (group,
@@ -88,6 +90,27 @@ def _state_anomalies() -> list[tuple[X, X]]:
     ]
 
 
+def late_delivery(sla_ms: dict[str, int]) -> tuple[X, X]:
+    """A pair processed (k ≥ 1) whose first successful processing started more than the
+    group's ``latency_sla_ms`` after the time that judges the identity (contract §9; a
+    group without an SLA never counts). ``sla_ms``: group → SLA."""
+    sla = S.map_literal([(S.lit(g), S.lit(ms).cast("bigint")) for g, ms in sorted(sla_ms.items())],
+                        "map<string,bigint>")
+    limit = S.fn("element_at", sla, S.col("group_id"))
+    delay = (S.fn("unix_millis", S.col("first.started_ts"))
+             - S.fn("unix_millis", S.col("judged_ts")))
+    cond = (S.col("is_pair") & S.col("group_id").isNotNull() & (S.col("k") >= 1)
+            & S.coalesce(delay > limit, S.lit(False)))
+    detail = S.concat(S.lit("first processed "), delay.cast("string"),
+                      S.lit(" ms after it was judged; latency_sla_ms "), limit.cast("string"))
+    return (cond if sla_ms else S.lit(False),
+            anomaly_struct("late_delivery", group_id="group_id", topic="topic", key=KEY,
+                           seq="seq", partition=S.col("first.partition"),
+                           offset=S.col("first.offset"), member_id=S.col("first.member_id"),
+                           ts="judged_ts", related_ts=S.col("first.started_ts"),
+                           detail=detail))
+
+
 def dup_effect() -> tuple[X, X]:
     """One row per extra successful processing (k − 1) of a judged identity by a group."""
     return (S.raw(_SUCCESS) & (S.col("n") > 1),
@@ -106,14 +129,15 @@ def state_rows(pairs: DataFrame) -> DataFrame:
         "group_id", "topic", f"{KEY.sql} AS key", "seq", "state", "k AS successes")
 
 
-def states_pass(pairs: DataFrame) -> DataFrame:
-    """The states and dup_effect as routed rows for pass 3: anomaly rows, and one row per
-    pair not delivered once (the report counts states; delivered_once is the rest of the
-    judged identities)."""
+def states_pass(pairs: DataFrame, sla_ms: dict[str, int] | None = None) -> DataFrame:
+    """The states, dup_effect and late_delivery (``sla_ms``: group → latency SLA) as routed
+    rows for pass 3: anomaly rows, and one row per pair not delivered once (the report
+    counts states; delivered_once is the rest of the judged identities)."""
     emit = routes.emit_when
     K, A, ST = consumer.KINDS, consumer.A, consumer.ST
     anywhere = (S.col("_r1"), S.col("_r2"), S.col("_r3"))
-    rows = [emit(K, cond, A, *anywhere, a) for cond, a in (*_state_anomalies(), dup_effect())]
+    rows = [emit(K, cond, A, *anywhere, a)
+            for cond, a in (*_state_anomalies(), dup_effect(), late_delivery(sla_ms or {}))]
     code = S.fn("array_position", S.fn("array", *[S.lit(s) for s in STATES]), S.col("state"))
     rows.append(emit(K, S.col("is_pair") & S.col("group_id").isNotNull()
                      & (S.col("state") != "delivered_once"), ST,

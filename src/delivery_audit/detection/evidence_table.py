@@ -83,7 +83,10 @@ def evidence_rows(keyed: KeyedPass, anomalies: DataFrame, events: DataFrame,
     sends_broker = _transport(
         sb, anomaly=f"IF({sent}, 'sends', 'broker')", topic="topic", key=key, seq="seq",
         partition="partition", offset="offset", ts=f"IF({sent}, send_ts, timestamp)",
-        related_ts="ack_ts", cause=f"IF({sent}, status, NULL)", attempts="attempt",
+        related_ts="ack_ts",
+        # a transactional copy's outcome (contract §9): committed, aborted or open
+        cause=f"IF({sent}, status, IF(marker IS NOT NULL OR txn <> 'committed', txn, NULL))",
+        attempts="attempt",
         related_member_id="producer_id",
         seq_to=f"IF({sent}, CAST(idempotent AS INT), NULL)",
         detail="error" if send_errors else "NULL")

@@ -8,7 +8,10 @@ the driver holds and the plan carries as literals (no broadcast job, no join).
 * ``topics_of`` — the topics each judged group consumes (rule 9), and ``group_ids``;
 * ``rows_without_seq`` / ``skipped_rows`` — ledger rows of judged groups that need the broker
   record at their offset: rule 10's resolution and rule 12's "recorded outcome skipped on
-  that record" (0 spares the lookup's shuffle of the broker).
+  that record" (0 spares the lookup's shuffle of the broker);
+* ``last_ts`` — each (topic, partition)'s latest record timestamp (epoch ms, any row: rule
+  24's "partition's last record timestamp"), and ``txn_partitions`` — the (topic, partition)s
+  with a transactional or control row (contract §9; none spares the transactions' shuffle).
 
 Ingestion computes the tables in the action that counts its rows (:func:`fact_tables`);
 :func:`compute_facts` does it for plain frames (one Spark job).
@@ -33,6 +36,13 @@ class Facts:
     rows_without_seq: int = 0
     skipped_rows: int = 0
     topics: tuple[str, ...] = field(default=())  # every topic of sends and broker
+    last_ts: dict[tuple[str, int], int] = field(default_factory=dict)
+    txn_partitions: frozenset[tuple[str, int]] = frozenset()
+
+    @property
+    def transactional(self) -> bool:
+        """Some broker row is transactional or a control row (contract §9)."""
+        return bool(self.txn_partitions)
 
     def groups_of(self, topic: str) -> tuple[str, ...]:
         """The judged groups consuming a topic, in group order (a pair's group index)."""
@@ -50,7 +60,9 @@ class Facts:
             self, ranges={k: v for k, v in self.ranges.items() if k[0] in keep},
             reach={k: v for k, v in self.reach.items() if k[1] in keep},
             topics_of={g: tuple(t for t in ts if t in keep) for g, ts in self.topics_of.items()},
-            topics=tuple(t for t in self.topics if t in keep))
+            topics=tuple(t for t in self.topics if t in keep),
+            last_ts={k: v for k, v in self.last_ts.items() if k[0] in keep},
+            txn_partitions=frozenset(k for k in self.txn_partitions if k[0] in keep))
 
 
 def fact_tables(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
@@ -59,8 +71,11 @@ def fact_tables(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
     out: dict[str, DataFrame] = {}
     broker, ledger, events = frames.get("broker"), frames.get("ledger"), frames.get("events")
     if broker is not None:
+        txn = F.coalesce(F.col("transactional"), F.lit(False)) | F.col("control").isNotNull()
         out["facts:ranges"] = broker.groupBy("topic", "partition").agg(
-            F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+            F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+            F.max(F.unix_millis(F.col("timestamp"))).alias("last_ms"),
+            F.count(F.when(txn, F.lit(1))).alias("txn"))
     if ledger is not None:
         out["facts:ledger"] = ledger.groupBy("group_id", "topic", "partition").agg(
             F.max("offset").alias("reach"),
@@ -110,6 +125,10 @@ def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
             reach[k] = max(reach.get(k, -1), int(r["reach"]))
     ranges = {(r["topic"], int(r["partition"])): (int(r["lo"]), int(r["hi"]) + 1)
               for r in collected.get("facts:ranges", [])}
+    last_ts = {(r["topic"], int(r["partition"])): int(r["last_ms"])
+               for r in collected.get("facts:ranges", []) if r.get("last_ms") is not None}
+    txn_partitions = frozenset((r["topic"], int(r["partition"]))
+                               for r in collected.get("facts:ranges", []) if r.get("txn"))
     for d in config.dump_ranges:  # a stated range wins (rule 7)
         ranges[(d.topic, d.partition)] = (d.log_start_offset, d.end_offset)
     seen = sorted({r["topic"] for s in ("sends", "broker")
@@ -117,7 +136,7 @@ def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
     facts = Facts(ranges=ranges, reach=reach,
                   topics_of={g: tuple(sorted(ts)) for g, ts in topics_of.items()},
                   group_ids=tuple(group_ids), rows_without_seq=no_seq, skipped_rows=skipped,
-                  topics=tuple(seen))
+                  topics=tuple(seen), last_ts=last_ts, txn_partitions=txn_partitions)
     return facts.scoped(topics or [])
 
 

@@ -16,6 +16,10 @@ or sort:
   latency) and its identity's ``judged`` flag (merge joins);
 * per key, the identities in seq order: seq_gap's range and each identity's predecessor.
 
+Transactions (contract §9, transactions.py): broker rows carry their outcome; an aborted
+row judges its identity (rule 25) and may be a zombie write, but it is no copy (rule 22),
+and a ledger row at it is an aborted read, otherwise treated like an unresolved row.
+
 The pass ends by emitting routed rows (routes.py): the write side's anomaly rows, the
 ledger rows (to the consumer side), the (group, identity) pairs of the states and the
 successful processings (to the states and dup_effect), the first copy of each identity
@@ -32,8 +36,8 @@ from pyspark.sql import functions as F
 from .. import sqlexpr as S
 from ..config import AuditConfig
 from ..core.window import AuditWindow
-from ..sqlexpr import WHOLE, X
-from . import routes, write_side
+from ..sqlexpr import BEFORE, WHOLE, X
+from . import routes, transactions, write_side
 from .evidence import ANOMALY_TYPE
 from .facts import Facts
 
@@ -85,10 +89,14 @@ _KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"
 # published evidence (evidence_table.py)
 _SB = {"send_ts": "timestamp", "attempt": "int", "status": "string", "idempotent": "boolean",
        "inside": "boolean", "below": "boolean", "timestamp": "timestamp",
-       "ack_ts": "timestamp", "producer_id": "string", "error": "string"}
+       "ack_ts": "timestamp", "producer_id": "string", "error": "string",
+       # a broker row's transaction (transactions.py): outcome, pid, epoch, closing marker,
+       # and the higher epoch its pid wrote before it (zombie_write)
+       "txn": "string", "pid": "bigint", "producer_epoch": "int",
+       **{k: v for k, v in transactions.TXN_COLUMNS.items() if k != "txn"}}
 _LM = {"group_id": "string", "member_id": "string", "started_ts": "timestamp",
        "finished_ts": "timestamp", "outcome": "string", "_mask": "int", "_mark": "bigint",
-       "generation": "int"}
+       "generation": "int", "isolation": "string"}
 
 
 def _aligned(df: DataFrame, side: int, columns: dict[str, str], given: dict[str, X]) -> DataFrame:
@@ -119,12 +127,19 @@ def _send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
 
 
 def _broker_rows(broker: DataFrame) -> DataFrame:
-    return _aligned(broker.filter(F.col("seq").isNotNull()), BROKER, _SB,
+    """The data rows that form an identity (a control row forms none: rule 20), with their
+    transaction (``broker``: transactions.outcomes' rows); aborted ones included (they
+    judge an identity, rule 25, and may be zombie writes; they are no copies, rule 22)."""
+    return _aligned(broker.filter(F.col("seq").isNotNull() & F.col("control").isNull()),
+                    BROKER, _SB,
                     {**_KEY_PARTS, "timestamp": S.col("timestamp"),
-                     "producer_id": S.col("producer_id")})
+                     "producer_id": S.col("producer_id"), "txn": S.col("txn"),
+                     "pid": S.col("pid"), "producer_epoch": S.col("producer_epoch"),
+                     "marker": S.col("marker"), "higher": S.col("higher")})
 
 
-_LEDGER = ("group_id", "member_id", "started_ts", "finished_ts", "outcome", "generation")
+_LEDGER = ("group_id", "member_id", "started_ts", "finished_ts", "outcome", "generation",
+           "isolation")
 
 
 def _ledger_given(key_null: X, key_v: X, seq: X) -> dict[str, X]:
@@ -161,8 +176,9 @@ def ledger_rows(ledger: DataFrame, broker: DataFrame, facts: Facts) -> DataFrame
     if plain:
         return rows
     need = ledger.filter(F.col("seq").isNull() | (F.col("outcome") == "skipped"))
+    # a control row's key and seq are ignored (rule 20): a row at a marker is unresolved
     record = broker.select("topic", "partition", "offset", F.col("key").alias("b_key"),
-                           F.col("seq").alias("b_seq"))
+                           F.when(F.col("control").isNull(), F.col("seq")).alias("b_seq"))
     looked = need.join(record.hint("merge"), on=["topic", "partition", "offset"], how="left")
     b_null, b_v = S.col("b_key").isNull(), S.coalesce(S.col("b_key"), S.lit(""))
     as_ledger = _aligned(looked.filter(F.col("seq").isNull()), LEDGER, _LM,
@@ -189,6 +205,13 @@ _AT = "named_struct('partition', partition, 'offset', offset)"
 
 def _when(side: int, value: str) -> str:
     return f"IF(_side = {side}, {value}, NULL)"
+
+
+_COPY = f"_side = {BROKER} AND txn <> 'aborted'"  # an aborted row is no copy (rule 22)
+
+
+def _copy(value: str) -> str:
+    return f"IF({_COPY}, {value}, NULL)"
 
 
 def _reach_bits(facts: Facts, chunk: int) -> X:
@@ -219,7 +242,8 @@ def identities(sb: DataFrame, lm: DataFrame, window: AuditWindow, facts: Facts) 
              .groupBy(*TPO).agg(*[F.expr(f"bit_or(IF(_mask = {c}, _mark, NULL))").alias(f"_m{c}")
                                  for c in chunks]))
     copies = sb.hint("merge").join(marks.hint("merge"), on=TPO, how="left")
-    acked, failed = "status = 'acked'", "status IN ('failed', 'timeout')"
+    # rule 23: an aborted attempt is not acked, and it is a retry's sign (rule 14)
+    acked, failed = "status = 'acked'", "status IN ('failed', 'timeout', 'aborted')"
     figures = {
         "first_send_ts": f"min({_when(SEND, 'send_ts')})",
         "n_send_rows": f"count({_when(SEND, '1')})",
@@ -232,13 +256,14 @@ def identities(sb: DataFrame, lm: DataFrame, window: AuditWindow, facts: Facts) 
         "inside_at": f"min(IF(_side = {SEND} AND inside, {_AT}, NULL))",
         "below_at": f"min(IF(_side = {SEND} AND below, {_AT}, NULL))",
         "acked_at": f"min(IF(_side = {SEND} AND {acked}, {_AT}, NULL))",
-        "n_copies": f"count({_when(BROKER, '1')})",
+        "n_copies": f"count({_copy('1')})",
+        # rule 25: aborted copies judge an identity with no send row
         "first_broker_ts": f"min({_when(BROKER, 'timestamp')})",
-        "first_copy": f"min({_when(BROKER, _AT)})",
+        "first_copy": f"min({_copy(_AT)})",
     }
     for c in chunks:
         past = f"{_reach_bits(facts, c).sql} | coalesce(_m{c}, 0L)"
-        figures[f"past_all{c}"] = f"bit_and({_when(BROKER, past)})"
+        figures[f"past_all{c}"] = f"bit_and({_copy(past)})"
     grouped = copies.groupBy(*ID).agg(*[F.expr(v).alias(k) for k, v in figures.items()])
     judged_ts = S.coalesce(S.col("first_send_ts"), S.col("first_broker_ts"))
     judged = S.coalesce((judged_ts >= _ts(window.start)) & (judged_ts < _ts(window.end)),
@@ -307,22 +332,28 @@ def _identity_rows(ids: DataFrame, config: AuditConfig, facts: Facts) -> DataFra
 def _copy_rows(sb: DataFrame, ids: DataFrame) -> DataFrame:
     """Per broker copy, with the key's previous copy (seq, partition, offset order) and its
     identity: dup_write, the key's moves and the first copy in each partition."""
-    prev = S.over("lag(named_struct('seq', seq, 'partition', partition))", KEY,
-                  ["seq", "partition", "offset", "_side"])
+    # the key's previous copy: aborted rows are none (rule 22), but they stay for
+    # zombie_write (rule 24)
+    prev = S.over("last(IF(txn <> 'aborted', named_struct('seq', seq, 'partition', "
+                  "partition), NULL), true)", KEY, ["seq", "partition", "offset", "_side"],
+                  BEFORE)
     copies = S.select(sb.filter(F.col("_side") == BROKER), "*", prev.alias("prev"))
     joined = copies.hint("merge").join(ids.hint("merge"), on=ID, how="inner")
-    first_in_partition = ~S.coalesce((S.col("prev.seq") == S.col("seq"))
-                                     & (S.col("prev.partition") == S.col("partition")),
-                                     S.lit(False))
+    copy = S.col("txn") != "aborted"
+    first_in_partition = copy & ~S.coalesce((S.col("prev.seq") == S.col("seq"))
+                                            & (S.col("prev.partition") == S.col("partition")),
+                                            S.lit(False))
     payload = S.struct(topic=S.col("topic"), key_null=S.col("key_null"), key_v=S.col("key_v"),
                        seq=S.col("seq"), partition=S.col("partition"), offset=S.col("offset"),
                        timestamp=S.col("timestamp"), judged=S.col("judged"))
     emit = routes.emit_when
     dup_cond, dup = write_side.dup_write()
     move_cond, move = write_side.key_move()
+    zombie_cond, zombie = transactions.zombie_write()
     rows = [
-        emit(KINDS, dup_cond, A, S.lit(None), S.col("topic"), _ANYWHERE, dup),
-        emit(KINDS, move_cond, K, S.lit(None), S.col("topic"),
+        emit(KINDS, copy & dup_cond, A, S.lit(None), S.col("topic"), _ANYWHERE, dup),
+        emit(KINDS, zombie_cond, A, S.lit(None), S.col("topic"), _ANYWHERE, zombie),
+        emit(KINDS, copy & move_cond, K, S.lit(None), S.col("topic"),
              routes.route_hash("key_null", "key_v"),
              S.struct(anomaly=move, key_null=S.col("key_null"), key_v=S.col("key_v"),
                       seq=S.col("seq"), partition=S.col("partition"), offset=S.col("offset"))),
@@ -332,18 +363,28 @@ def _copy_rows(sb: DataFrame, ids: DataFrame) -> DataFrame:
     return routes.routed(joined, rows)
 
 
-def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
+def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame, config: AuditConfig,
+                facts: Facts) -> DataFrame:
     """Per ledger row, the broker copy at its record and its identity's ``judged``: to the
-    consumer side, and its successes to the states."""
-    copy_at = sb.filter(F.col("_side") == BROKER).select(*TPO, F.col("timestamp").alias("copy_ts"))
+    consumer side, and its successes to the states. A row at an aborted record (rule 22)
+    goes on like an unresolved one (for "went past" and overlaps only), and its success is
+    an aborted read."""
+    copy_at = sb.filter(F.col("_side") == BROKER).select(
+        *TPO, F.col("timestamp").alias("copy_ts"), "txn", "pid", "producer_epoch", "marker")
     rows = (lm.filter(F.col("_side") == LEDGER).hint("merge")
             .join(copy_at.hint("merge"), on=TPO, how="left")
             .join(ids.select(*ID, "judged").hint("merge"), on=ID, how="left"))
+    rows = S.select(rows, "*", S.coalesce(S.col("txn") == "aborted", S.lit(False))
+                    .alias("aborted"))
     judged = S.coalesce(S.col("judged"), S.lit(False))
+    rows = S.select(rows, *[c for c in rows.columns if c != "judged"], judged.alias("judged"))
+    judged = S.col("judged")
+    kept = ~S.col("aborted")
     led = S.struct(**{c: S.col(c) for c in ("group_id", "member_id", "topic", "partition",
                                              "offset", "key_null", "key_v", "seq",
                                              "started_ts", "finished_ts", "outcome")},
-                   resolved=S.col("seq").isNotNull(), judged=judged, copy_ts=S.col("copy_ts"))
+                   resolved=S.col("seq").isNotNull() & kept, judged=judged,
+                   copy_ts=S.when(kept, S.col("copy_ts")))
     success = S.struct(
         group_id=S.col("group_id"), topic=S.col("topic"), key_null=S.col("key_null"),
         key_v=S.col("key_v"), seq=S.col("seq"), is_pair=S.lit(False),
@@ -354,10 +395,15 @@ def _ledger_out(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
         member_id=S.col("member_id"), started_ts=S.col("started_ts"),
         finished_ts=S.col("finished_ts"))
     emit = routes.emit_when
-    return routes.routed(rows, [
+    out = [
         emit(KINDS, S.lit(True), L, S.col("group_id"), S.col("topic"), S.col("partition"), led),
-        emit(KINDS, judged & (S.col("outcome") == "success"), P, S.col("group_id"),
-             S.col("topic"), _ANYWHERE, success)])
+        emit(KINDS, judged & kept & (S.col("outcome") == "success"), P, S.col("group_id"),
+             S.col("topic"), _ANYWHERE, success)]
+    if facts.transactional:
+        cond, aborted = transactions.aborted_read(
+            transactions.isolation_cause(config, facts.group_ids))
+        out.append(emit(KINDS, cond, A, S.lit(None), S.col("topic"), _ANYWHERE, aborted))
+    return routes.routed(rows, out)
 
 
 @dataclass(frozen=True)
@@ -369,15 +415,19 @@ class KeyedPass:
 
 
 def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditConfig,
-               facts: Facts) -> KeyedPass:
+               facts: Facts, outcomes: DataFrame | None = None) -> KeyedPass:
     """Pass 1 from the sources' valid rows to its routed rows, exchanged for pass 2; the
-    identities and the pass's two leaves (the published evidence reads them)."""
+    identities and the pass's two leaves (the published evidence reads them).
+    ``outcomes``: the broker rows with their transaction (transactions.outcomes; computed
+    here when not given)."""
     ledger = frames["ledger"].filter(F.col("group_id").isin(*facts.group_ids)) \
         if facts.group_ids else frames["ledger"].limit(0)
-    sb = _leaf(_send_rows(frames["sends"], facts).unionByName(_broker_rows(frames["broker"])))
+    if outcomes is None:
+        outcomes = transactions.outcomes(frames["broker"], facts)
+    sb = _leaf(_send_rows(frames["sends"], facts).unionByName(_broker_rows(outcomes)))
     lm = _leaf(ledger_rows(ledger, frames["broker"], facts))
     ids = identities(sb, lm, window, facts)
     out = (_identity_rows(ids, config, facts)
            .unionByName(_copy_rows(sb, ids))
-           .unionByName(_ledger_out(lm, sb, ids)))
+           .unionByName(_ledger_out(lm, sb, ids, config, facts)))
     return KeyedPass(routes.exchange(out), ids, sb, lm)

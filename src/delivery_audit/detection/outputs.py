@@ -15,7 +15,10 @@ Fact rows (``anomaly`` names a fact, never an anomaly):
   ``q`` [p50, p99], ``mx``, ``n``, in ms);
 * ``__e2e`` — per group (and ``group_id`` null: every group), the end-to-end latency from
   the broker's timestamp to the first successful finish of each record written in the
-  window (``detail``: JSON ``count``, ``pcts`` [p50, p95, p99], ``max``, ``min``, in ms).
+  window (``detail``: JSON ``count``, ``pcts`` [p50, p95, p99], ``max``, ``min``, in ms);
+* ``__txn`` — per (topic, partition) with transactions (contract §9; only when the dump has
+  any): ``detail`` JSON of transactions.summary_table's row (transactions and records per
+  outcome, the open transactions, the partition's last record timestamp).
 
 Observed: ``produce`` — ack_ts − send_ts of acked sends sent in the window (ms).
 """
@@ -113,6 +116,13 @@ def latencies(rows: DataFrame) -> list[DataFrame]:
     ]
 
 
+def transaction_facts(table: DataFrame) -> DataFrame:
+    """transactions.summary_table's rows as ``__txn`` fact rows."""
+    fields = ", ".join(f"'{c}', {c}" for c in table.columns if c not in ("topic", "partition"))
+    return _fact(table, "__txn", topic="topic", partition="partition",
+                 detail=f"to_json(named_struct({fields}))", units="1")
+
+
 def _latency_aggregates(col: str) -> list:
     return [F.count(F.col(col)).alias("count"),
             F.percentile_approx(F.col(col), list(PERCENTILES), 10_000).alias("pcts"),
@@ -148,6 +158,8 @@ class Written:
     e2e: list[dict[str, Any]] = field(default_factory=list)  # as insights' latency rows
     produce: dict[str, Any] = field(default_factory=dict)
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # the caller's
+    # per (topic, partition) with transactions: topic, partition and summary_table's figures
+    transactions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def anomalies_path(self) -> str:
@@ -180,6 +192,9 @@ def read_written(root: str, observed: dict[str, Observation]) -> Written:
                                 "prev_f": r["seq_to"], "tps": json.loads(r["detail"])})
         elif kind == "__processing":
             w.processing.append({"group_id": r["group_id"], **json.loads(r["detail"])})
+        elif kind == "__txn":
+            w.transactions.append({"topic": r["topic"], "partition": r["partition"],
+                                   **json.loads(r["detail"])})
         elif kind == "__table":
             w.tables.setdefault(r["cause"], []).append(json.loads(r["detail"]))
         elif kind == "__e2e":

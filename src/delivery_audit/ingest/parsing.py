@@ -148,11 +148,18 @@ def _problem(f: Field, kind: X, text: X, aux: X | None,
 
 
 def _source_rules(source: str) -> list[X]:
-    """Cross-field rules (rule 3)."""
+    """Cross-field rules (rule 3; rule 20: a transaction's rows need their pid)."""
     if source == "sends":
         return [S.when((S.col("status") == "acked")
                        & (S.col("partition").isNull() | S.col("offset").isNull()),
                        S.lit("acked send without partition/offset"))]
+    if source == "broker":
+        no_pid = S.col("pid").isNull()
+        return [S.when(S.col("control").isNotNull() & no_pid,
+                       S.lit("control row without pid")),
+                S.when(S.col("control").isNull() & S.coalesce(S.col("transactional"),
+                                                               S.lit(False)) & no_pid,
+                       S.lit("transactional row without pid"))]
     return []
 
 
@@ -276,6 +283,10 @@ def fast_accepted(tokens: DataFrame, source: str) -> DataFrame:
     if source == "sends":  # rule 3, as in _source_rules
         conds.append((S.col("status__f") != "acked")
                      | (S.col("partition__f").isNotNull() & S.col("offset__f").isNotNull()))
+    if source == "broker":  # rule 20, as in _source_rules
+        conds.append(S.col("pid__f").isNotNull()
+                     | (S.col("control__f").isNull()
+                        & ~S.coalesce(S.col("transactional__f"), S.lit(False))))
     ok = conds[0]
     for c in conds[1:]:
         ok = ok & S.coalesce(c, S.lit(False))

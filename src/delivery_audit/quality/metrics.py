@@ -54,7 +54,9 @@ def metric_aggregates(source: str, window: AuditWindow, config: Any = None) -> l
     bounds = timestamp_bounds(window, config)
     lo, hi = _epoch_ms(bounds["ts_min"]), _epoch_ms(bounds["ts_max"])
     aggs = [F.count(F.lit(1)).alias("rows")]
-    aggs += [_count_where(F.col(c).isNull()).alias(f"{c}_nulls")
+    # a transaction marker (contract §9) has no key or seq of its own: not counted
+    data = F.col("control").isNull() if source == "broker" else F.lit(True)
+    aggs += [_count_where(F.col(c).isNull() & data).alias(f"{c}_nulls")
              for c in NULL_COUNTED.get(source, ())]
     for c in TIMESTAMP_COLUMNS[source]:
         ms = F.unix_millis(F.col(c))

@@ -8,7 +8,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..anomalies import ANOMALIES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
+from ..anomalies import ABORTED_READ_CAUSES, ANOMALIES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
 
 SCHEMA_VERSION = "1.0"
 
@@ -49,6 +49,8 @@ def build_anomalies(counts: list[dict[str, Any]]) -> dict[str, Any]:
             entry["by_cause"] = dict.fromkeys(DUP_WRITE_CAUSES, 0)
         if spec.name == "redelivery":
             entry["by_cause"] = dict.fromkeys(REDELIVERY_CAUSES, 0)
+        if spec.name == "aborted_read":
+            entry["by_cause"] = dict.fromkeys(ABORTED_READ_CAUSES, 0)
         out[spec.name] = entry
     for row in counts:
         entry = out[row["anomaly"]]
@@ -91,11 +93,66 @@ def build_groups(group_ids: list[str], group_topics: dict[str, list[str]],
     return groups
 
 
+MAX_OPEN_LISTED = 100  # open transactions listed per partition (the rest counted)
+
+
+def _iso_ms(ms: int | None) -> str | None:
+    from datetime import UTC, datetime
+
+    from ..core.timefmt import iso_z
+
+    return None if ms is None else iso_z(datetime.fromtimestamp(ms / 1000, UTC))
+
+
+def build_transactions(rows: list[dict[str, Any]], timeout_ms: int,
+                       window_ms: tuple[int, int]) -> list[dict[str, Any]]:
+    """report.json's ``transactions``: per (topic, partition) with transactional or control
+    rows, transactions and records per outcome, the last stable offset the open ones pin
+    and the oldest one's age at the partition's last record timestamp (contract §9).
+    ``rows``: detection's ``__txn`` facts; ``window_ms``: [start, end) in epoch ms (a
+    hanging transaction is judged by its first record's timestamp)."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["topic"], r["partition"])):
+        opened = []
+        for o in r.get("open") or []:
+            age, first = o.get("age_ms"), o.get("first_ms")
+            hanging = (age is not None and first is not None and age > timeout_ms
+                       and window_ms[0] <= first < window_ms[1])
+            opened.append({"pid": o["pid"], "producer_epoch": o.get("epoch"),
+                           "first_offset": o["first_offset"], "last_offset": o["last_offset"],
+                           "records": o["records"], "first_ts": _iso_ms(first),
+                           "age_ms": age, "last_stable_offset": o["first_offset"],
+                           "hanging": hanging})
+        ages = [o["age_ms"] for o in opened if o["age_ms"] is not None]
+        out.append({
+            "topic": r["topic"], "partition": r["partition"],
+            **{k: {"transactions": int(r.get(f"{k}_txns") or 0),
+                   "records": int(r.get(f"{k}_records") or 0)}
+               for k in ("committed", "aborted", "open")},
+            "last_record_ts": _iso_ms(r.get("last_ms")),
+            "last_stable_offset": min((o["first_offset"] for o in opened), default=None),
+            "oldest_open_age_ms": max(ages, default=None),
+            "open_transactions": opened[:MAX_OPEN_LISTED],
+        })
+    return out
+
+
+def build_latency_sla(group_ids: list[str], sla_ms: dict[str, int | None],
+                      anomalies: dict[str, Any]) -> dict[str, Any]:
+    """report.json's ``latency_sla``: per judged group its ``sla_ms`` (null: none
+    configured, late_delivery not judged) and ``late`` (late_delivery's count)."""
+    late = (anomalies.get("late_delivery") or {}).get("by_group") or {}
+    return {g: {"sla_ms": sla_ms.get(g), "late": int(late.get(g, 0))} for g in group_ids}
+
+
 def build_report(*, window: dict[str, Any], run: dict[str, Any], inputs: dict[str, Any],
                  judged_by_topic: dict[str, int], anomaly_rows: list[dict[str, Any]],
                  state_rows: list[dict[str, Any]], group_ids: list[str],
-                 group_topics: dict[str, list[str]], config_summary: dict[str, Any]
-                 ) -> dict[str, Any]:
+                 group_topics: dict[str, list[str]], config_summary: dict[str, Any],
+                 transactions: list[dict[str, Any]] | None = None,
+                 sla_ms: dict[str, int | None] | None = None) -> dict[str, Any]:
+    """report.json (see docs/report-schema.md). ``transactions``: build_transactions'
+    list; ``sla_ms``: group → latency SLA."""
     anomalies = build_anomalies(anomaly_rows)
     groups = build_groups(group_ids, group_topics, judged_by_topic, state_rows, anomalies)
     return {
@@ -109,4 +166,6 @@ def build_report(*, window: dict[str, Any], run: dict[str, Any], inputs: dict[st
         "anomalies": anomalies,
         "groups": groups,
         "balance_ok": all(g["balance_ok"] for g in groups.values()),
+        "transactions": list(transactions or []),
+        "latency_sla": build_latency_sla(group_ids, sla_ms or {}, anomalies),
     }
