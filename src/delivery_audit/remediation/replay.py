@@ -11,7 +11,8 @@
 Transactions (contract §9): a message written only inside aborted transactions and never
 resent is ``lost_unacked`` (rule 25: it was never committed), so it is here already, to
 re-produce; a hanging transaction's records are aborted by ``commands.txt``'s
-``kafka-transactions.sh … abort`` (its section 6), after which a later audit counts them here the same way.
+``kafka-transactions.sh … abort`` (its section 6), after which a later audit counts them
+here the same way.
 """
 
 from __future__ import annotations

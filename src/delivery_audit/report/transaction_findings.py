@@ -130,7 +130,8 @@ def aborted_reads(d: Digest, clock: Clock) -> list[Finding]:
                 f"{plural(k, 'aborted record')} processed by {name}"
                 f"{' (read_uncommitted)' if cause == 'read_uncommitted' else ''}",
                 f"{n(k)} successful {'processing' if k == 1 else 'processings'} by {name} of "
-                f"{'a record' if k == 1 else 'records'} from aborted transactions{_in(x)}{clock.span(*x.span())}"
+                f"{'a record' if k == 1 else 'records'} from aborted transactions{_in(x)}"
+                f"{clock.span(*x.span())}"
                 f"{': ' + facts if facts else ''}. {why.format(g=name)}.",
                 fix.format(g=name, facts=facts or "the pid, epoch and marker offset of the "
                                                   "anomaly rows"), group=g))
@@ -238,9 +239,9 @@ def late(d: Digest, report: dict[str, Any], clock: Clock) -> list[Finding]:
         out.append(_finding(
             "late_delivery", "late_delivery", x,
             f"{plural(k, 'message')} processed by {g} later than {sla_text}",
-            f"{plural(k, 'message')}{_in(x)}, sent{clock.span(*x.span())}, {'was' if k == 1 else 'were'} "
-            f"first processed by {g} more than {sla_text} after {'it was' if k == 1 else 'they were'}"
-            f" sent{figures}.",
+            f"{plural(k, 'message')}{_in(x)}, sent{clock.span(*x.span())}, "
+            f"{'was' if k == 1 else 'were'} first processed by {g} more than {sla_text} "
+            f"after {'it was' if k == 1 else 'they were'} sent{figures}.",
             f"reduce {g}'s lag: more consumers (up to the partitions), a faster or "
             f"parallel handler, max.poll.records sized to the handler; alert on its consumer "
             f"lag well below the SLA. If its lag stays low, the time is spent before the "
