@@ -233,6 +233,8 @@ def test_each_transaction_anomaly_gets_its_own_finding_with_its_figures(table):
     late = findings[("late_delivery", "sla")]
     assert "its SLA of 5 s (latency_sla_ms 5,000)" in late["title"]
     assert "delay median 10 s, max 10 s" in late["text"] and "lag" in late["fix"]
+    assert late["evidence"][0]["href"] == "#latency-sla"
+    assert hang["evidence"][0]["href"] == "#transactions"
     # no generic finding besides the specific ones
     assert not [c for c, _ in findings if c in ("aborted_read", "zombie_write_generic")]
 

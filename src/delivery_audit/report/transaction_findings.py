@@ -25,6 +25,8 @@ TOLD: frozenset[str] = frozenset(
 EXAMPLES = 3
 _TXN_EVIDENCE = [("transactions", "#transactions"), ("anomalies", SECTION["anomalies"]),
                  ("anomaly rows (Parquet)", "anomalies/")]
+_SLA_EVIDENCE = [("latency against the SLA", "#latency-sla"),
+                 ("anomalies", SECTION["anomalies"]), ("anomaly rows (Parquet)", "anomalies/")]
 
 
 def _rows(x: Digest, limit: int | None = None) -> list[dict[str, Any]]:
@@ -62,7 +64,7 @@ def _finding(cause: str, name: str, x: Digest, title: str, text: str, fix: str,
     return Finding(cause, {name: x.units()}, title, text, fix, at=first, until=last,
                    group=group, topic=topics[0] if len(topics) == 1 else None,
                    members=x.values("member_id") if group else [],
-                   evidence=_TXN_EVIDENCE,
+                   evidence=_SLA_EVIDENCE if name == "late_delivery" else _TXN_EVIDENCE,
                    breakdown=[{"group": s["group"], "topic": s["topic"],
                                "anomalies": {name: s["units"]}} for s in x.by_scope()])
 
