@@ -330,9 +330,9 @@ def test_the_anomaly_rows_evidence_is_readable(table):
             zombie["newer epoch first at offset"]) == ("0", "1", "0")
     hang = dict(zip(by["hanging_transaction"][0], by["hanging_transaction"][1], strict=True))
     assert (hang["first offset (last stable offset)"], hang["age"]) == ("0", "60.0 min")
-    # the late rows sit under the latency section, the others under Transactions
-    assert html.index('id="evidence-late_delivery"') < html.index('id="transactions"') \
-        < html.index('id="evidence-aborted_read"')
+    # the late rows sit under the SLA table, the others under Transactions
+    assert html.index('id="transactions"') < html.index('id="evidence-aborted_read"') \
+        < html.index('id="latency-sla"') < html.index('id="evidence-late_delivery"')
 
 
 def test_evidence_values_are_escaped():
@@ -398,7 +398,7 @@ def test_explain_names_a_copys_transaction_and_the_marker():
     story.copies = [{"ts": at, "producer_id": "7", "topic": "t", "partition": 0, "offset": 0,
                      "status": "aborted"}]
     (entry,) = story.timeline()
-    assert entry["what"] == "written to the log, transaction aborted"
+    assert entry["what"] == "written to the log" and entry["detail"] == "transaction aborted"
     text = ex._evidence_text({"anomaly": "aborted_read", "topic": "t", "partition": 0,
                               "offset": 0, "related_partition": 0, "related_offset": 1,
                               "ts": at, "related_ts": at, "member_id": "m1",

@@ -231,10 +231,11 @@ class Story:
             attempt = f" attempt {s['attempt']}" if s["attempt"] is not None else ""
             out.append(_entry(s["ts"], "send", f"send{attempt}: {s['status']}",
                               s["producer_id"], _where(s), detail))
-        for c in self.copies:  # status: a transactional copy's outcome (contract §9)
-            txn = f", transaction {c['status']}" if c.get("status") else ""
-            out.append(_entry(c["ts"], "broker", f"written to the log{txn}", c["producer_id"],
-                              _where(c), []))
+        for c in self.copies:
+            # a transactional copy's outcome (contract §9), from the evidence's status
+            txn = [f"transaction {c['status']}"] if c.get("status") else []
+            out.append(_entry(c["ts"], "broker", "written to the log", c["producer_id"],
+                              _where(c), txn))
         for p in self.processings:
             detail = [f"until {_clock(p['end_ts'])} ({_ms(p['ts'], p['end_ts'])})"
                       if p["end_ts"] else "no finish recorded"]
