@@ -167,6 +167,9 @@ def test_commands_txt_has_the_kafka_transactions_commands_filled_in(table, tmp_p
     assert ("# zombie [0]: pid 9 wrote 1 record(s) with epoch 0 after epoch 1 had written "
             "at offset 0") in section
     assert "ProducerFencedException" in section
+    assert summary["isolation_changes"] == [
+        {"group_id": "ru", "setting": "isolation.level", "current": "read_uncommitted",
+         "advised": "read_committed", "aborted_reads": 1}]
     assert summary["transaction_commands"] == [
         {"topic": "hang", "partition": 0, "pid": 7, "start_offset": 0, "find_hanging": find,
          "abort": abort}]
@@ -352,8 +355,13 @@ def test_the_page_shows_the_transaction_commands_of_the_remediation():
         {"topic": "orders", "partition": 1, "pid": 9, "start_offset": 100,
          "find_hanging": find_hanging_command("orders", 1),
          "abort": abort_command("orders", 1, 100)}]}
+    report["remediation"]["isolation_changes"] = [
+        {"group_id": "ru", "setting": "isolation.level", "current": "read_uncommitted",
+         "advised": "read_committed", "aborted_reads": 4}]
     html = render_html(report)
     block = html[html.index('<pre class="cmd" id="commands">'):]
+    assert ("isolation.level=read_committed    # group ru, currently read_uncommitted: 4 "
+            "aborted reads") in block
     shown = block[:block.index("</pre>")].replace("&lt;", "<").replace("&gt;", ">")
     assert abort_command("orders", 1, 100) in shown.splitlines()
     assert find_hanging_command("orders", 1) in shown

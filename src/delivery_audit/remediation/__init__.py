@@ -96,5 +96,10 @@ def write_remediation(anomalies: pa.Table | str | Path, report_dir: str | Path,
              "find_hanging": find_hanging_command(h["topic"], h["partition"]),
              "abort": abort_command(h["topic"], h["partition"], h["first_offset"])}
             for h in txn["hanging"][:MAX_RESETS_IN_REPORT]],
+        # aborted reads by a group that does not read committed: the setting to change
+        "isolation_changes": [
+            {"group_id": i["group_id"], "setting": "isolation.level", "current": i["cause"],
+             "advised": "read_committed", "aborted_reads": i["reads"]}
+            for i in txn["isolation"] if i["cause"] != "read_committed"],
     })
     return summary

@@ -432,6 +432,9 @@ def _remediation(report: dict) -> dict | None:
     for c in rem.get("config_changes") or []:
         lines.append(f"{c.get('setting')}={c.get('advised')}    "
                      f"# group {c.get('group_id')}, currently {c.get('current')}")
+    for c in rem.get("isolation_changes") or []:  # contract §9: aborted reads
+        lines.append(f"{c.get('setting')}={c.get('advised')}    # group {c.get('group_id')}, "
+                     f"currently {c.get('current')}: {c.get('aborted_reads')} aborted reads")
     for t in rem.get("transaction_commands") or []:  # contract §9: hanging transactions
         lines += [str(t.get("find_hanging")), str(t.get("abort"))]
     return {**rem, "lines": lines}
