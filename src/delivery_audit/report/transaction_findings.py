@@ -156,10 +156,10 @@ def hanging(d: Digest, clock: Clock) -> list[Finding]:
                     f"{since}")
     more = f"; and {n(k - EXAMPLES)} more" if k > EXAMPLES else ""
     fix = "confirm, then abort it with Kafka's kafka-transactions.sh (brokers 3.0+): "
-    cmds = [f"{find_hanging_command(e['topic'], e['partition'])} ; "
+    cmds = [f"{find_hanging_command(e['topic'], e['partition'])}, then "
             f"{abort_command(e['topic'], e['partition'], e['first_offset'])}"
             for e in rows[:EXAMPLES] if e.get("first_offset") is not None]
-    fix += " | ".join(cmds) if cmds else "find-hanging, then abort --start-offset"
+    fix += "; ".join(cmds) if cmds else "find-hanging, then abort --start-offset"
     fix += (" (remediation/commands.txt lists every one). Then find why the producer left it "
             "open: it crashed or hung mid-transaction and no instance re-initialised its "
             "transactional.id (init_transactions aborts it), or the coordinator never wrote its "
