@@ -306,6 +306,7 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     from .report.insights import build_insights
     from .report.narrative import build_narrative
     from .report.offsets import partition_offsets
+    from .report.transactions import transaction_evidence
     from .report.verdict import decide
 
     with stages.stage("rebalances"):
@@ -333,5 +334,6 @@ def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
     with stages.stage("insights"):
         insights = build_insights(rec.collected, req.window)
         insights["offsets"] = partition_offsets(table, rec.facts.ranges)
+        insights["transaction_evidence"] = transaction_evidence(table)  # contract §9
     with stages.stage("render_html"):
         (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")

@@ -475,6 +475,11 @@ def explain(pub: Published, q: Query, around: timedelta = timedelta(minutes=5),
 # -- printing -------------------------------------------------------------------------
 
 SEQUENCED = ("redelivery", "dup_effect", "retry_after_failure")  # related member came first
+# what a §9 anomaly's related offset and instant are (detection/transactions.py)
+RELATED_OFFSET = {"aborted_read": "aborting marker", "zombie_write": "newer epoch first",
+                  "hanging_transaction": "last record"}
+RELATED_TS = {"aborted_read": "written", "late_delivery": "first processed",
+              "hanging_transaction": "partition's last record"}
 
 
 def _evidence_text(a: dict[str, Any]) -> str:
@@ -490,10 +495,12 @@ def _evidence_text(a: dict[str, Any]) -> str:
     rp, ro = a.get("related_partition"), a.get("related_offset")
     if rp is not None or ro is not None:
         where = f"{a['topic']}-{rp}" if rp is not None else "offset"
-        parts.append(f"related {where}{'@' if rp is not None else ' '}{ro}"
+        label = RELATED_OFFSET.get(a["anomaly"], "related")
+        parts.append(f"{label} {where}{'@' if rp is not None else ' '}{ro}"
                      if ro is not None else f"related partition {rp}")
     if a.get("ts"):
-        rel = f" (related {_clock(a['related_ts'])})" if a.get("related_ts") else ""
+        label = RELATED_TS.get(a["anomaly"], "related")
+        rel = f" ({label} {_clock(a['related_ts'])})" if a.get("related_ts") else ""
         parts.append(f"{_clock(a['ts'])}{rel}")
     if a.get("attempts") is not None:
         parts.append(f"{a['attempts']} attempts")

@@ -7,8 +7,8 @@ report.json's figures:
   (:mod:`.replay`);
 * ``dedupe.parquet`` / ``dedupe.csv`` — the extra copies and processings to compensate
   (:mod:`.dedupe`);
-* ``commands.txt`` — offset resets for skipped ranges and the settings to change
-  (:mod:`.commands`).
+* ``commands.txt`` — offset resets for skipped ranges, the settings to change and the
+  transactions to abort (:mod:`.commands`).
 
 The CSV files are formula-safe (:mod:`.csv_cells`); the Parquet files hold the exact
 values. :func:`write_remediation` writes them into the staged report folder, so the
@@ -25,7 +25,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..anomaly_table import read_anomalies
-from .commands import commands_text, config_changes, offset_resets, producer_changes
+from ..report.transactions import TXN_ANOMALIES
+from .commands import (
+    abort_command,
+    commands_text,
+    config_changes,
+    find_hanging_command,
+    offset_resets,
+    producer_changes,
+    transaction_advice,
+)
 from .csv_cells import write_csv
 from .dedupe import DEDUPE, dedupe_table
 from .replay import REPLAY, replay_table
@@ -63,7 +72,7 @@ def write_remediation(anomalies: pa.Table | str | Path, report_dir: str | Path,
     folder = Path(report_dir) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     table = anomalies if isinstance(anomalies, pa.Table) else read_anomalies(
-        anomalies, REPLAY + DEDUPE)
+        anomalies, REPLAY + DEDUPE + TXN_ANOMALIES)
     summary: dict[str, Any] = {
         "replay": _write(replay_table(table), folder, "replay", REPLAY),
         "dedupe": _write(dedupe_table(table), folder, "dedupe", DEDUPE),
@@ -71,8 +80,9 @@ def write_remediation(anomalies: pa.Table | str | Path, report_dir: str | Path,
     resets = offset_resets(table, reach)
     changes = config_changes(report)
     producer = producer_changes(report)
+    txn = transaction_advice(table)
     (folder / "commands.txt").write_text(
-        commands_text(report, summary, resets, changes, producer), encoding="utf-8",
+        commands_text(report, summary, resets, changes, producer, txn), encoding="utf-8",
         newline="\n")
     summary.update({
         "commands": f"{FOLDER}/commands.txt",
@@ -80,5 +90,16 @@ def write_remediation(anomalies: pa.Table | str | Path, report_dir: str | Path,
         "offset_resets_total": len(resets),
         "config_changes": changes,
         "producer_changes": producer,
+        "transaction_commands": [
+            {"topic": h["topic"], "partition": h["partition"], "pid": h["pid"],
+             "start_offset": h["first_offset"],
+             "find_hanging": find_hanging_command(h["topic"], h["partition"]),
+             "abort": abort_command(h["topic"], h["partition"], h["first_offset"])}
+            for h in txn["hanging"][:MAX_RESETS_IN_REPORT]],
+        # aborted reads by a group that does not read committed: the setting to change
+        "isolation_changes": [
+            {"group_id": i["group_id"], "setting": "isolation.level", "current": i["cause"],
+             "advised": "read_committed", "aborted_reads": i["reads"]}
+            for i in txn["isolation"] if i["cause"] != "read_committed"],
     })
     return summary

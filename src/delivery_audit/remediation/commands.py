@@ -10,6 +10,13 @@
 * **Producer settings** where the anomalies name their cause: ``enable.idempotence=true``
   for duplicates from producer retries, ``acks=all`` (and the topic's
   ``min.insync.replicas``) for acknowledged messages the broker lost.
+* **Transactions** (contract §9): per hanging transaction, ``kafka-transactions.sh …
+  find-hanging --topic T --partition P`` to confirm it and ``… abort --topic T --partition P
+  --start-offset O`` (O its first offset, the last stable offset it pins; the syntax of
+  Kafka's tools/TransactionsCommand.java, brokers 3.0 and later); per group with aborted
+  reads, ``isolation.level=read_committed`` when it reads uncommitted (or says nothing),
+  the facts to escalate when it already reads committed; per fenced producer whose write
+  landed (zombie_write), its pid and epochs and what to fix.
 
 Every data value in a command is shell-quoted (``$'…'`` when it holds a control
 character); in a ``#`` comment, control characters are shown escaped, so no value can
@@ -87,6 +94,120 @@ def reset_command(r: dict[str, Any], bootstrap: str = BOOTSTRAP) -> str:
             f"--reset-offsets --to-offset {int(r['to_offset'])} --dry-run")
 
 
+def find_hanging_command(topic: str, partition: int, bootstrap: str = BOOTSTRAP) -> str:
+    """``kafka-transactions.sh … find-hanging`` limited to one partition (it also takes
+    ``--broker-id`` to search every partition a broker hosts)."""
+    return (f"kafka-transactions.sh --bootstrap-server {bootstrap} find-hanging "
+            f"--topic {shell_arg(str(topic))} --partition {int(partition)}")
+
+
+def abort_command(topic: str, partition: int, start_offset: int,
+                  bootstrap: str = BOOTSTRAP) -> str:
+    """``kafka-transactions.sh … abort`` of the transaction starting at ``start_offset``."""
+    return (f"kafka-transactions.sh --bootstrap-server {bootstrap} abort "
+            f"--topic {shell_arg(str(topic))} --partition {int(partition)} "
+            f"--start-offset {int(start_offset)}")
+
+
+def hanging_transactions(anomalies: pa.Table) -> list[dict[str, Any]]:
+    """The hanging_transaction rows' evidence (report/transactions.py), by place."""
+    from ..report.transactions import txn_rows
+
+    rows = [r for r in txn_rows(anomalies, "hanging_transaction")
+            if r["topic"] is not None and r["partition"] is not None
+            and r["first_offset"] is not None]
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["first_offset"]))
+
+
+def transaction_advice(anomalies: pa.Table) -> dict[str, Any]:
+    """What the §9 anomaly rows call for: ``hanging`` (hanging_transactions), ``isolation``
+    (per group and isolation cause: aborted reads, with up to 3 examples' pid, epoch and
+    marker offset), ``zombies`` (per (topic, partition, pid): records, epochs, where the
+    newer epoch wrote first)."""
+    from ..report.transactions import txn_rows
+
+    isolation: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in txn_rows(anomalies, "aborted_read"):
+        if r["group_id"] is None:
+            continue
+        cause = r.get("isolation") or "unknown"
+        e = isolation.setdefault((r["group_id"], cause), {
+            "group_id": r["group_id"], "cause": cause, "reads": 0, "examples": []})
+        e["reads"] += 1
+        if len(e["examples"]) < 3:
+            e["examples"].append(r)
+    zombies: dict[tuple[str, int, int | None], dict[str, Any]] = {}
+    for r in txn_rows(anomalies, "zombie_write"):
+        z = zombies.setdefault((str(r["topic"]), int(r["partition"] or 0), r["pid"]), {
+            "topic": r["topic"], "partition": r["partition"], "pid": r["pid"], "records": 0,
+            "epochs": set(), "newer_epoch": r.get("newer_epoch"),
+            "newer_offset": r.get("newer_offset"), "offsets": []})
+        z["records"] += 1
+        if r["epoch"] is not None:
+            z["epochs"].add(r["epoch"])
+        if r["offset"] is not None:
+            z["offsets"].append(r["offset"])
+        if r.get("newer_epoch") is not None and (z["newer_epoch"] is None
+                                                 or r["newer_epoch"] > z["newer_epoch"]):
+            z["newer_epoch"], z["newer_offset"] = r["newer_epoch"], r.get("newer_offset")
+    return {"hanging": hanging_transactions(anomalies),
+            "isolation": [isolation[k] for k in sorted(isolation)],
+            "zombies": [{**z, "epochs": sorted(z["epochs"]), "offsets": sorted(z["offsets"])}
+                        for _, z in sorted(zombies.items(), key=lambda kv: str(kv[0]))]}
+
+
+def _transaction_lines(txn: dict[str, Any]) -> list[str]:
+    """Section 6 of commands.txt (see the module docstring)."""
+    lines: list[str] = []
+    hanging = txn.get("hanging") or []
+    if hanging:
+        lines += [
+            "#   Hanging transactions: each pins its partition's last stable offset, so",
+            "#   read_committed consumers stop there. Confirm with find-hanging (it also",
+            "#   takes --broker-id <id> to search a whole broker), then abort it: its records",
+            "#   are dropped for read_committed consumers (re-produce them if they matter).",
+        ]
+        for h in hanging:
+            age = f", open for {h['age_ms'] / 1000:,.1f} s" if h.get("age_ms") is not None else ""
+            lines.append(
+                f"# {printable(h['topic'])} [{h['partition']}]: pid {printable(h['pid'])} "
+                f"epoch {printable(h['epoch'])}, {printable(h['records'])} record(s) at "
+                f"offsets {h['first_offset']}-{printable(h['last_offset'])} since "
+                f"{printable(h['ts'])}{age}; last stable offset {h['first_offset']}")
+            lines.append(find_hanging_command(h["topic"], h["partition"]))
+            lines.append(abort_command(h["topic"], h["partition"], h["first_offset"]))
+    for i in txn.get("isolation") or []:
+        g = printable(i["group_id"])
+        if i["cause"] == "read_committed":
+            lines.append(f"# group {g}: {i['reads']:,} aborted read(s) with "
+                         "isolation.level=read_committed: a client or broker fault, not a "
+                         "setting. Escalate (client and broker versions) with:")
+            for e in i["examples"]:
+                lines.append(f"#   {printable(e['topic'])} [{e['partition']}] offset "
+                             f"{printable(e['offset'])}: pid {printable(e['pid'])} epoch "
+                             f"{printable(e['epoch'])}, aborted by the marker at offset "
+                             f"{printable(e['marker_offset'])}")
+        else:
+            said = ("reads uncommitted" if i["cause"] == "read_uncommitted"
+                    else "does not say its isolation level (the default is read_uncommitted)")
+            lines.append(f"# group {g}: {i['reads']:,} aborted read(s); the group {said}")
+            lines.append(f"isolation.level=read_committed    # consumer, group {g}")
+    for z in txn.get("zombies") or []:
+        epochs = ", ".join(str(e) for e in z["epochs"]) or "?"
+        lines.append(
+            f"# {printable(z['topic'])} [{z['partition']}]: pid {printable(z['pid'])} wrote "
+            f"{z['records']:,} record(s) with epoch {printable(epochs)} after epoch "
+            f"{printable(z['newer_epoch'])} had written at offset {printable(z['newer_offset'])}:"
+            " a fenced producer's write landed.")
+    if txn.get("zombies"):
+        lines += [
+            "#   A fenced producer must stop: on ProducerFencedException (or",
+            "#   InvalidProducerEpochException) close the producer and do not send with it",
+            "#   again; give each live instance its own transactional.id.",
+        ]
+    return lines or ["#   none."]
+
+
 def config_changes(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The rebalance advice's changes: per group, each setting it says to change."""
     out = []
@@ -132,7 +253,7 @@ def _files_line(summary: dict[str, Any], name: str) -> str:
 
 def commands_text(report: dict[str, Any], summary: dict[str, Any],
                   resets: list[dict[str, Any]], changes: list[dict[str, Any]],
-                  producer: list[dict[str, Any]]) -> str:
+                  producer: list[dict[str, Any]], txn: dict[str, Any] | None = None) -> str:
     """The text of ``commands.txt``."""
     window = report.get("window") or {}
     verdict = (report.get("verdict") or {}).get("verdict") if isinstance(
@@ -201,5 +322,7 @@ def commands_text(report: dict[str, Any], summary: dict[str, Any],
               _files_line(summary, "dedupe"),
               "#   dup_write: extra broker copies; redelivery: records a group processed",
               "#   again; dup_effect: messages a group processed more than once (one row per",
-              "#   extra processing: compensate each once).", ""]
+              "#   extra processing: compensate each once).", "",
+              "# 6. Transactions (hanging transactions, aborted reads, fenced producers)",
+              *_transaction_lines(txn or {}), ""]
     return "\n".join(lines)

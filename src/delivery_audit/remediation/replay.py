@@ -8,7 +8,11 @@
 * ``skipped``: still in the log, but the group went past it: **re-process** it (an offset
   reset of that partition, see ``commands.txt``, or a re-produce).
 
-Aborted transactions that were never resent join here when the catalogue has them (§9).
+Transactions (contract §9): a message written only inside aborted transactions and never
+resent is ``lost_unacked`` (rule 25: it was never committed), so it is here already, to
+re-produce; a hanging transaction's records are aborted by ``commands.txt``'s
+``kafka-transactions.sh … abort`` (its section 6), after which a later audit counts them
+here the same way.
 """
 
 from __future__ import annotations

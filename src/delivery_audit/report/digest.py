@@ -30,6 +30,9 @@ SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("member_id", pa.string()), ("related_member_id", pa.string()), ("units", pa.int64()),
     ("t", pa.int64()),  # the row's ts as epoch milliseconds
+    # contract §9's evidence (report/transactions.py reads it)
+    ("related_offset", pa.int64()), ("rt", pa.int64()),  # related_ts as epoch ms
+    ("attempts", pa.int64()), ("detail", pa.string()),
 ])
 _RECORD = ["group_id", "topic", "partition", "offset"]
 
@@ -66,6 +69,7 @@ class Digest:
         for r in rows:
             row = {f.name: r.get(f.name) for f in SCHEMA}
             row["t"] = _ms(r.get("ts", r.get("t")))
+            row["rt"] = _ms(r.get("related_ts", r.get("rt")))
             row["units"] = int(r.get("units", 1))
             data.append(row)
         return cls(pa.Table.from_pylist(data, schema=SCHEMA))
@@ -101,9 +105,10 @@ class Digest:
         """The anomaly table as ``anomaly_table.read_anomalies`` returns it."""
         cols = {}
         for f in SCHEMA:
-            if f.name == "t":
-                cols["t"] = (_epoch_ms(table["ts"]) if "ts" in table.column_names
-                             else pa.nulls(table.num_rows, pa.int64()))
+            if f.name in ("t", "rt"):
+                src = "ts" if f.name == "t" else "related_ts"
+                cols[f.name] = (_epoch_ms(table[src]) if src in table.column_names
+                                else pa.nulls(table.num_rows, pa.int64()))
             elif f.name in table.column_names:
                 cols[f.name] = table[f.name].cast(f.type)
             else:

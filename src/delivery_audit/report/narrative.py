@@ -20,8 +20,11 @@ topic and group). The causes:
   (``expired_unconsumed``), ``lag`` and ``pending_beyond_dump`` (``pending`` by cause),
   ``same_member_redelivery`` (``redelivery`` cause other), ``process_reorder``; and
   ``retries`` (``retry_after_failure``, expected) over every group;
-* any other anomaly with a count (a new catalogue entry, contract §9's as they land): a
-  finding of its own, cause = the anomaly's name. ``dup_effect`` is the consequence of
+* transactions and latency (contract §9, transaction_findings.py) — ``aborted_read_uncommitted``,
+  ``aborted_read_committed`` and ``aborted_read`` (per group, by isolation),
+  ``hanging_transaction``, ``zombie_write``, ``late_delivery`` (per group);
+* any other anomaly with a count (a new catalogue entry): a finding of its own, cause =
+  the anomaly's name. ``dup_effect`` is the consequence of
   ``dup_write`` and ``redelivery`` and is told there.
 
 ``build_narrative(report, anomalies)`` is the one call: ``anomalies`` is the anomaly
@@ -53,6 +56,8 @@ from .findings import (
     where,
 )
 from .incidents import rebalance_findings
+from .transaction_findings import TOLD as TXN_TOLD
+from .transaction_findings import transaction_findings
 
 RESTART_MS = 5 * 60_000  # a rebalance this soon after a skipped record: its crash/restart
 _WRITE_EVIDENCE = [("per topic", SECTION["topics"]),
@@ -413,7 +418,7 @@ def _consumer_side(d: Digest, report: dict[str, Any], clock: Clock) -> list[Find
 _TOLD = {"lost_acked", "lost_unacked", "written_despite_failure", "seq_gap", "dup_write",
          "redelivery", "skipped", "pending", "expired_unconsumed", "write_reorder",
          "process_reorder", "key_partition_split", "concurrent_processing",
-         "retry_after_failure"}
+         "retry_after_failure"} | TXN_TOLD  # contract §9: transaction_findings.py
 
 
 def _others(d: Digest, report: dict[str, Any], clock: Clock) -> list[Finding]:
@@ -458,5 +463,6 @@ def build_narrative(report: dict[str, Any], anomalies: str | Path | Digest | Non
         digest = Digest.from_report(report)
     clock = Clock((report.get("window") or {}).get("start"))
     findings = [*_write_side(digest, clock), *rebalance_findings(report, digest, clock),
-                *_consumer_side(digest, report, clock), *_others(digest, report, clock)]
+                *_consumer_side(digest, report, clock),
+                *transaction_findings(digest, report, clock), *_others(digest, report, clock)]
     return ordered(findings)
