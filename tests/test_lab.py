@@ -115,7 +115,6 @@ def test_transactions_lab_records_aborted_sends_markers_and_both_isolation_level
     assert len(set(keys)) == len(keys)
 
 
-@pytest.mark.xfail(strict=False, reason="needs §9 detection")
 def test_transactions_lab_finds_its_aborted_reads_and_no_false_duplicates(
         spark, txn_recording):
     from delivery_audit_sim.lab_txn import audit_transactions

@@ -29,9 +29,6 @@ pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in ma
 START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
 SIZES = {"mixed": 2000}
-# scenarios whose truth needs detection the engine may not have yet
-PENDING = {"exactly-once": "needs §9 detection (transactions, latency)",
-           "mixed-eos": "needs §9 detection (transactions)"}
 # top-level config settings a scenario may write (scenarios that set one agree on it)
 TOP_LEVEL = ("transaction_timeout_ms", "latency_sla_ms")
 
@@ -108,9 +105,7 @@ def audited(spark, tmp_path_factory):
             "work": tmp / "work", "html": (tmp / "staging" / "report.html").read_text("utf-8")}
 
 
-@pytest.mark.parametrize("scenario", [
-    pytest.param(s, marks=pytest.mark.xfail(reason=PENDING[s], strict=False)) if s in PENDING
-    else s for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_audit_matches_truth(audited, scenario):
     truth, report, prefix = audited["truths"][scenario], audited["report"], f"{scenario}."
     counts: Counter = Counter()
