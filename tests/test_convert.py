@@ -523,3 +523,51 @@ def test_run_ingests_the_rows_convert_writes(spark, tmp_path):
         return tuple(str(r[k]) for k in [*names, "ts"])
 
     assert sorted(key(r.asDict()) for r in valid) == sorted(key(r) for r in converted)
+
+
+def _option_pairs(options: dict, prefix: str = "") -> list[str]:
+    """A sample's ``adapters:`` options as ``--option KEY=VALUE`` pairs (nested: dotted)."""
+    pairs = []
+    for key, value in options.items():
+        if isinstance(value, dict):
+            pairs += _option_pairs(value, f"{prefix}{key}.")
+        else:
+            text = value if isinstance(value, str) else json.dumps(value)
+            pairs += ["--option", f"{prefix}{key}={text}"]
+    return pairs
+
+
+def test_convert_command_on_every_wild_sample_without_a_jvm(tmp_path):
+    """Issue 15: `delivery-audit convert` on every sample of tests/data/wild/, in one fresh
+    interpreter: each gives its hand-worked rows and error rows, and pyspark (hence a JVM)
+    is never loaded."""
+    from tests.wild import samples
+
+    runs = []
+    for i, s in enumerate(samples()):
+        args = ["convert", "--format", s.meta["format"], "--source", s.meta["source"],
+                *_option_pairs(s.meta.get("options") or {}), str(s.path),
+                "--out", str(tmp_path / f"out{i}"), "--json"]
+        runs.append((s.id, args, len(s.meta.get("rows", [])), len(s.meta.get("errors", []))))
+    code = (
+        "import io, json, sys, contextlib\n"
+        "import delivery_audit.cli as cli\n"
+        f"runs = {runs!r}\n"
+        "bad = []\n"
+        "for sid, args, rows, errors in runs:\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        cli.app(args, standalone_mode=False)\n"
+        "    total = json.loads(out.getvalue())['total']\n"
+        "    got = (total['rows'], total['error_rows'], total['unaccounted'])\n"
+        "    if got != (rows, errors, 0):\n"
+        "        bad.append((sid, got, (rows, errors, 0)))\n"
+        "print(json.dumps({'bad': bad, 'n': len(runs), 'pyspark': 'pyspark' in sys.modules}))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["n"] == len(runs) >= 40
+    assert result["bad"] == []
+    assert result["pyspark"] is False
