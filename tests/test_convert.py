@@ -510,11 +510,11 @@ def test_run_ingests_the_rows_convert_writes(spark, tmp_path):
     doc = _summary("--format", "auto", "--source", "events", *files, "--out",
                    str(tmp_path / "out"))
     converted = [r for r in _rows(tmp_path / "out") if "__error" not in r]
-    assert doc["total"]["rows"] == len(converted) == 20
+    assert doc["total"]["rows"] == len(converted) == 22
     window = AuditWindow.of("2019-01-01T00:00:00Z", "2026-01-01T00:00:00Z")
     got = ingest(spark, resolve("events", files, fmt="auto"), window, AuditConfig(),
                  tmp_path / "work")
-    assert (got.counts["rows_valid"], got.counts["rows_quarantined"]) == (20, 0)
+    assert (got.counts["rows_valid"], got.counts["rows_quarantined"]) == (22, 0)
     names = ["group_id", "member_id", "event", "topic", "partition", "offset", "generation",
              "detail"]
     valid = got.valid.select(*names, F.unix_millis("ts").alias("ts")).collect()
