@@ -92,3 +92,18 @@ cluster-status:
 
 clean:
 	rm -rf $(DEMO_DIR) .airflow .pytest_cache spark-warehouse
+
+# A warm Spark for thin clients: a Spark Connect server on 127.0.0.1 (a free gRPC port and
+# UI port; PID, URL and ports in a state file). connect-up prints the sc:// URL, for
+# `delivery-audit run --spark-remote sc://…` (or SPARK_REMOTE) and the DAGs' Connect mode;
+# CONNECT_MASTER=spark://… (or `cluster`: the one cluster-up started) runs its executors on a
+# standalone cluster. connect-down stops it by PID.
+.PHONY: connect-up connect-down connect-status
+connect-up: setup
+	$(BIN)/python scripts/spark_connect.py start $(if $(CONNECT_MASTER),--master '$(CONNECT_MASTER)')
+
+connect-down:
+	$(BIN)/python scripts/spark_connect.py stop
+
+connect-status:
+	$(BIN)/python scripts/spark_connect.py status
