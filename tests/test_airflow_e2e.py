@@ -151,7 +151,8 @@ def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # no
     assert report["run"]["spark_session"] == "connect"
     jobs = jobs_tagged(connect_server.ui_url, f"delivery-audit-{report['run']['run_id']}")
     assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="daily/")["Contents"]}
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="daily/")
+            .get("Contents", [])}
     if f"daily/dt={DAY}/{WID}/report.json" in keys:  # the spark-submit run's (same module)
         classic = json.loads(s3.get_object(Bucket=BUCKET, Key=f"daily/dt={DAY}/{WID}/"
                                            "report.json")["Body"].read())
