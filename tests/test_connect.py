@@ -175,3 +175,28 @@ def test_the_airflow_connect_mode_runs_the_jobs_arguments_without_stage():
     args = cli_args(plan)
     assert "--stage" not in args and "--no-notify" in args
     assert [a for a in job_args(plan, None) if a not in ("--stage", "all")] == args
+
+
+def test_an_endpoint_nobody_answers_fails_fast_without_its_token():
+    import socket
+
+    from delivery_audit.spark import check_reachable
+
+    with socket.socket() as s:  # a port nothing listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    with pytest.raises(ConnectionError, match=f"127.0.0.1:{port}") as err:
+        check_reachable(f"sc://127.0.0.1:{port}/;token=supersecret-token-1;use_ssl=true")
+    assert time.perf_counter() - t0 < 5 and "supersecret" not in str(err.value)
+    with pytest.raises(ValueError):
+        check_reachable("http://127.0.0.1:15002")
+
+
+def test_a_connect_session_reads_the_parallelism_classic_spark_plans_a_range_with(spark):
+    """Under Connect the parallelism is the split count of a range's plan; the classic
+    session plans the same range with its SparkContext's default parallelism."""
+    from delivery_audit.spark import range_splits
+
+    plan = spark.range(1)._jdf.queryExecution().toString()
+    assert range_splits(plan) == spark.sparkContext.defaultParallelism

@@ -112,6 +112,28 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
     return spark
 
 
+CONNECT_DEFAULT_PORT = 15002  # PySpark's, when the sc:// URL names none
+
+
+def check_reachable(url: str, timeout: float = 10) -> None:
+    """Fail fast (ConnectionError naming host and port, never the URL's token) when nothing
+    accepts a TCP connection at the endpoint: PySpark's client would otherwise retry an
+    unavailable server for 10 minutes."""
+    import socket
+    from urllib.parse import urlparse
+
+    netloc = urlparse(url.split(";", 1)[0]).netloc if url.startswith("sc://") else ""
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
+    if not host:
+        raise ValueError("a Spark Connect endpoint is sc://HOST[:PORT][/;param=value…]")
+    port_n = int(port) if port.isdigit() else CONNECT_DEFAULT_PORT
+    try:
+        socket.create_connection((host.strip("[]"), port_n), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Spark Connect server answers at {host}:{port_n} "
+                              f"({exc.strerror or exc})") from None
+
+
 def get_connect_spark(url: str, app_name: str = "delivery-audit",
                       conf: dict[str, str] | None = None) -> SparkSession:
     """A Spark Connect client session on ``url``: no JVM here, the server's Spark runs the
@@ -123,6 +145,7 @@ def get_connect_spark(url: str, app_name: str = "delivery-audit",
     # the Connect client warns of a window without partitioning itself, which a classic
     # session only logs (at WARN, below the auditor's log level)
     warnings.filterwarnings("ignore", message="WARN WindowExpression: No Partition Defined")
+    check_reachable(url)
     spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
     for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
         if k.startswith("spark.sql.") and spark.conf.isModifiable(k):
@@ -162,11 +185,16 @@ def default_parallelism(spark: SparkSession) -> int:
     that many splits; an analysis request, no job)."""
     if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
+    splits = range_splits(spark.range(1)._explain_string(mode="simple"))  # noqa: SLF001
+    return splits or 2
+
+
+def range_splits(plan: str) -> int | None:
+    """The split count of the Range in a plan's text (``Range (0, 1, step=1, splits=2)``)."""
     import re
 
-    plan = spark.range(1)._explain_string(mode="simple")  # noqa: SLF001
     found = re.search(r"splits=(\d+)", plan)
-    return int(found.group(1)) if found else 2
+    return int(found.group(1)) if found else None
 
 
 def session_kind(spark: SparkSession) -> dict[str, str]:
