@@ -59,6 +59,8 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
+# BENCH_CONNECT=0 skips the small day through a warm local Spark Connect server;
+# BENCH_CONNECT_LARGE=1 also audits the BENCH_MESSAGES day through it (scripts/bench.py).
 bench: setup
 	BENCH_MESSAGES=$(BENCH_MESSAGES) $(BIN)/python scripts/bench.py
 
