@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,9 +55,10 @@ def _figures(report: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def scenarios(spark, tmp_path_factory) -> dict:
-    """Every generated scenario in one input, audited by the classic session (run_audit in
-    this process) and by a Connect client process."""
+def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
+    """Every generated scenario in one input, audited by a Connect client process and, while
+    that runs (the server's work overlaps this process's), by the classic session
+    (run_audit in this process)."""
     from test_scenarios import _relabel
 
     from delivery_audit.audit import AuditRequest, run_audit
@@ -74,23 +76,24 @@ def scenarios(spark, tmp_path_factory) -> dict:
     config = tmp / "config.yaml"
     config.write_text(yaml.safe_dump({"groups": groups, "dump_ranges": ranges}))
     w = truth["window"]
-    classic = run_audit(spark, AuditRequest(
-        inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
-        window=AuditWindow.of(w["start"], w["end"], w["grace_minutes"]),
-        out=str(tmp / "classic"), config=load_config(config), notify=False))
-    return {"dir": tmp, "config": config, "window": w, "classic": classic.report,
-            "scenarios": list(SCENARIOS)}
+    args = ["run", *[x for s in SOURCES for x in (f"--{s}", str(tmp / "all" / s / "*"))],
+            "--config", str(config), "--start", w["start"], "--end", w["end"],
+            "--grace", f"{w['grace_minutes']:g}m", "--out", str(tmp / "connect")]
+    with ThreadPoolExecutor(1) as pool:
+        connect = pool.submit(_connect_cli, args, connect_server.url)
+        classic = run_audit(spark, AuditRequest(
+            inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
+            window=AuditWindow.of(w["start"], w["end"], w["grace_minutes"]),
+            out=str(tmp / "classic"), config=load_config(config), notify=False))
+        proc, seconds = connect.result()
+    assert proc.returncode in (0, 3), (proc.stdout + proc.stderr)[-4000:]
+    return {"classic": classic.report, "scenarios": list(SCENARIOS),
+            "connect": {"report": _report(tmp / "connect"), "seconds": seconds}}
 
 
 @pytest.fixture(scope="module")
-def connect_scenarios(scenarios, connect_server) -> dict:  # noqa: F811
-    tmp, w = scenarios["dir"], scenarios["window"]
-    args = ["run", *[x for s in SOURCES for x in (f"--{s}", str(tmp / "all" / s / "*"))],
-            "--config", str(scenarios["config"]), "--start", w["start"], "--end", w["end"],
-            "--grace", f"{w['grace_minutes']:g}m", "--out", str(tmp / "connect")]
-    proc, seconds = _connect_cli(args, connect_server.url)
-    assert proc.returncode in (0, 3), (proc.stdout + proc.stderr)[-4000:]
-    return {"report": _report(tmp / "connect"), "seconds": seconds}
+def connect_scenarios(scenarios) -> dict:
+    return scenarios["connect"]
 
 
 @pytest.mark.audit
