@@ -234,6 +234,9 @@ def execute(req, master: str | None = None, json_out: bool = False,
     except PublishError as exc:  # already redacted by audit.publish_report
         err.print(f"[bold red]publish error:[/] {escape(redact_text(exc))}", highlight=False)
         return EXIT_PUBLISH
+    finally:
+        if url:  # release the server-side session: its checkpoints and cached blocks
+            spark.stop()  # would otherwise stay on the warm server until it times out
     if json_out:
         sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
     else:
