@@ -59,6 +59,8 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
+# BENCH_CONNECT=0 skips the small day through a warm local Spark Connect server;
+# BENCH_CONNECT_LARGE=1 also audits the BENCH_MESSAGES day through it (scripts/bench.py).
 bench: setup
 	BENCH_MESSAGES=$(BENCH_MESSAGES) $(BIN)/python scripts/bench.py
 
@@ -92,3 +94,18 @@ cluster-status:
 
 clean:
 	rm -rf $(DEMO_DIR) .airflow .pytest_cache spark-warehouse
+
+# A warm Spark for thin clients: a Spark Connect server on 127.0.0.1 (a free gRPC port and
+# UI port; PID, URL and ports in a state file). connect-up prints the sc:// URL, for
+# `delivery-audit run --spark-remote sc://…` (or SPARK_REMOTE) and the DAGs' Connect mode;
+# CONNECT_MASTER=spark://… (or `cluster`: the one cluster-up started) runs its executors on a
+# standalone cluster. connect-down stops it by PID.
+.PHONY: connect-up connect-down connect-status
+connect-up: setup
+	$(BIN)/python scripts/spark_connect.py start $(if $(CONNECT_MASTER),--master '$(CONNECT_MASTER)')
+
+connect-down:
+	$(BIN)/python scripts/spark_connect.py stop
+
+connect-status:
+	$(BIN)/python scripts/spark_connect.py status

@@ -23,6 +23,15 @@ process tree, the JVM included): a small day (BENCH_SMALL_DAY messages, default 
 skips it) and the hostile corpus (BENCH_HOSTILE hostile lines per source, default 1,000; 0
 skips it), every line of which is checked. BENCH_ONLY_SMALL=1 stops after these two.
 
+Through Spark Connect (BENCH_CONNECT=1, the default; 0 skips it): a Spark Connect server on
+127.0.0.1 (scripts/spark_daemons.py ``ConnectServer``, as ``make connect-up``: local[2],
+driver heap BENCH_CONNECT_MEMORY, default 4g) is started once; the small day is audited through
+it by `delivery-audit run --spark-remote` as a whole client process, first on the fresh server
+(its JIT cold), then BENCH_CONNECT_RUNS=2 more times warm; with BENCH_CONNECT_LARGE=1 also the
+BENCH_MESSAGES day (JSON Lines), after the classic measurements, twice (the second warm). Each
+run's Spark jobs are counted on the server's REST API (the run's operations carry its tag). The
+server is stopped by PID at the end; a table puts the figures next to the cold classic ones.
+
 Scaling: BENCH_SCALE=1000000,3000000,10000000 runs the measurement at each size (data is
 generated once per size under BENCH_DIR and reused) and ends with one table: messages,
 audit wall s, msgs/s, baseline s, audit/baseline, shuffle bytes per message, peak driver
@@ -165,28 +174,42 @@ def inner_audit(data: Path, out: Path) -> dict:
             **spark_metrics(spark)}
 
 
-def cold_cli_day(messages: int, work: Path) -> None:
-    """A small day audited as a user runs it: `delivery-audit run` as a whole, cold process
-    (its own JVM), timed from outside; the job count from its report.json."""
+def day_data(messages: int, work: Path, fmt: str = "jsonl") -> Path:
+    """The generated mixed day of this size (generated once per BENCH_DIR)."""
     from delivery_audit_sim.generator import generate_scenario
 
-    data = work / f"mixed-{messages}-jsonl"
+    data = work / f"mixed-{messages}-{fmt}"
     if not (data / "truth.json").exists():
-        generate_scenario("mixed", messages, 7, START, data, "jsonl")
-    wall, peak, report_dir = cold_cli_run(
-        [*[x for s in SOURCES for x in (f"--{s}", str(data / s / "*"))],
-         "--config", str(data / "config.yaml")], work / "reports-small")
+        generate_scenario("mixed", messages, 7, START, data, fmt)
+    return data
+
+
+def day_args(data: Path) -> list[str]:
+    return [*[x for s in SOURCES for x in (f"--{s}", str(data / s / "*"))],
+            "--config", str(data / "config.yaml")]
+
+
+def cold_cli_day(messages: int, work: Path) -> float:
+    """A small day audited as a user runs it: `delivery-audit run` as a whole, cold process
+    (its own JVM), timed from outside; the job count from its report.json. Returns the
+    wall seconds."""
+    data = day_data(messages, work)
+    wall, peak, report_dir = cold_cli_run(day_args(data), work / "reports-small")
     report = json.loads((report_dir / "report.json").read_text())
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     counts = {k: v["count"] for k, v in report["anomalies"].items()}
     print(f"\ncold whole-process audit of a {messages:,}-message day (delivery-audit run): "
           f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, peak PSS of the process "
           f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}", flush=True)
+    return wall
 
 
 def cold_cli_run(args: list[str], out: Path) -> tuple[float, int, Path]:
     """`delivery-audit run ARGS` over the window, as a user runs it (a cold process): wall
     seconds, peak PSS of its process tree, and the published report's folder."""
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)  # the report found is this run's
     cli = str(Path(sys.executable).parent / "delivery-audit")
     cmd = [cli, "run", *args, "--start", START.isoformat(), "--end", END, "--out", str(out)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
@@ -213,6 +236,67 @@ def hostile_run(per_source: int, work: Path) -> None:
     print(table_text(checked))
     for p in checked.problems[:20]:
         print("  " + p)
+
+
+class ConnectBench:
+    """A local Spark Connect server for the run (started on enter, stopped by PID on exit)
+    and the days audited through it by whole client processes."""
+
+    def __init__(self) -> None:
+        import spark_daemons
+
+        self.server = spark_daemons.ConnectServer(
+            master="local[2]", driver_memory=os.environ.get("BENCH_CONNECT_MEMORY", "4g"))
+        self.rows: list[dict] = []
+
+    def __enter__(self) -> ConnectBench:
+        t0 = time.perf_counter()
+        self.server.start(timeout=300)
+        print(f"\nSpark Connect server up in {time.perf_counter() - t0:.1f} s: "
+              f"{self.server.url} (UI {self.server.ui_url}, pid {self.server.daemon.pid})",
+              flush=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import spark_daemons
+
+        forced = self.server.stop()
+        left = spark_daemons.marked_pids(self.server.server_id)
+        print(f"Spark Connect server stopped{f' (SIGKILLed {forced})' if forced else ''}; "
+              f"processes left: {left or 'none'}")
+
+    def run(self, messages: int, data: Path, work: Path, label: str) -> dict:
+        from delivery_audit.spark import jobs_tagged
+
+        wall, peak, report_dir = cold_cli_run(
+            [*day_args(data), "--spark-remote", self.server.url, "--no-notify"],
+            work / f"reports-connect-{messages}")
+        report = json.loads((report_dir / "report.json").read_text())
+        truth = json.loads((data / "truth.json").read_text())["anomalies"]
+        counts = {k: v["count"] for k, v in report["anomalies"].items()}
+        jobs = jobs_tagged(self.server.ui_url, f"delivery-audit-{report['run']['run_id']}")
+        row = {"messages": messages, "label": label, "wall": wall, "client_pss": peak,
+               "jobs": len(jobs), "truth_ok": counts == truth,
+               "session": report["run"].get("spark_session"),
+               "stages": report["run"]["stages"]}
+        self.rows.append(row)
+        print(f"through Spark Connect, {messages:,}-message day ({label}): whole client process "
+              f"{wall:.1f} s, {len(jobs)} Spark jobs on the server, client peak PSS "
+              f"{_gb(peak)}, counts match truth: {row['truth_ok']}", flush=True)
+        return row
+
+
+def print_connect(rows: list[dict], classic: dict[int, float]) -> None:
+    print(f"\nwhole process, cold classic `delivery-audit run` vs a thin client of a warm local "
+          f"Spark Connect server (local[2]), {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}:")
+    print(f"{'messages':>12s} {'run':>22s} {'wall s':>8s} {'classic s':>10s} {'jobs':>5s} "
+          f"{'client PSS':>11s} {'truth':>6s}")
+    for r in rows:
+        c = classic.get(r["messages"])
+        print(f"{r['messages']:12,d} {r['label']:>22s} {r['wall']:8.1f} "
+              f"{f'{c:.1f}' if c else '-':>10s} {r['jobs']:5d} {_gb(r['client_pss']):>11s} "
+              f"{'ok' if r['truth_ok'] else 'DIFF':>6s}")
 
 
 def _gb(n: int) -> str:
@@ -350,10 +434,18 @@ def main() -> None:
     sizes = scale or [int(os.environ.get("BENCH_MESSAGES", "1000000"))]
     work = Path(os.environ.get("BENCH_DIR") or tempfile.mkdtemp(prefix="delivery-audit-bench-"))
     rows = []
+    classic: dict[int, float] = {}  # messages -> cold classic whole-process seconds
     with Target(os.environ.get("BENCH_MASTER") or None, work) as target:
         small = int(os.environ.get("BENCH_SMALL_DAY", "20000"))
         if small and not target.master:
-            cold_cli_day(small, work)
+            classic[small] = cold_cli_day(small, work)
+        connect = os.environ.get("BENCH_CONNECT", "1") != "0" and not target.master
+        if connect and small:
+            with ConnectBench() as bench:
+                bench.run(small, day_data(small, work), work, "fresh server")
+                for i in range(int(os.environ.get("BENCH_CONNECT_RUNS", "2"))):
+                    bench.run(small, day_data(small, work), work, f"warm #{i + 1}")
+            print_connect(bench.rows, classic)
         hostile = int(os.environ.get("BENCH_HOSTILE", "1000"))
         if hostile and not target.master:
             hostile_run(hostile, work)
@@ -364,7 +456,15 @@ def main() -> None:
                 m = measure(messages, fmt, work, target)
                 rows.append(m)
                 print_detail(m, target)
+                if fmt == "jsonl":
+                    classic[messages] = m["audit"]["wall"]
     print_scale(rows, target)
+    if connect and os.environ.get("BENCH_CONNECT_LARGE") == "1":
+        with ConnectBench() as bench:
+            for messages in sizes:
+                for label in ("fresh server", "warm"):
+                    bench.run(messages, day_data(messages, work), work, label)
+        print_connect(bench.rows, classic)
 
 
 if __name__ == "__main__":

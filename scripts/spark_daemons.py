@@ -12,9 +12,15 @@
 * ``save``/``load`` keep the cluster's PIDs and ports in a state file, so another process
   (scripts/spark_cluster.py ``stop``) can stop it.
 
+A Spark Connect server (``ConnectServer``: one driver JVM, ``SparkConnectServer`` run by
+spark-submit, gRPC and UI on free ports of 127.0.0.1, on ``local[N]`` or on a standalone
+cluster's master) is started, marked, stopped and saved the same way
+(scripts/spark_connect.py, ``make connect-up``).
+
 Importable (scripts/ on sys.path, as for scripts/spark_cluster.py and scripts/bench.py, or by
 file from tests/spark_cluster.py): ``SparkCluster`` (start/stop/kill_worker/start_worker/status),
-``marked_pids``, ``free_port``, ``spark_home``, ``HOST``. What to submit to it comes from the
+``ConnectServer`` (start/stop/status/save/load), ``marked_pids``, ``free_port``,
+``spark_home``, ``HOST``. What to submit to it comes from the
 engine: ``delivery_audit.core.submit`` (the command, the ``--py-files`` zip).
 """
 
@@ -299,32 +305,10 @@ class SparkCluster:
         groups = [d for d in [*self.worker_daemons, self.master] if d]
         groups += [Daemon(**{k: v for k, v in k_.items() if k in Daemon.__dataclass_fields__})
                    for k_ in self.killed]
-        for d in groups:
-            _signal_group(d.pgid, signal.SIGTERM, self.cluster_id)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for d in groups:
-                _reap(d.pid)
-            if not marked_pids(self.cluster_id):
-                break
-            time.sleep(0.2)
-        leftovers = marked_pids(self.cluster_id)
-        for d in groups:
-            _signal_group(d.pgid, signal.SIGKILL, self.cluster_id)
-        for pid in leftovers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while marked_pids(self.cluster_id) and time.monotonic() < deadline:
-            for d in groups:
-                _reap(d.pid)
-            time.sleep(0.1)
-        for d in groups:
-            _reap(d.pid)
-            d.stopped = True
-        still = marked_pids(self.cluster_id)
-        if still:
-            raise RuntimeError(f"cluster processes still running after SIGKILL: {still}")
+        try:
+            leftovers = _stop_groups(groups, self.cluster_id, timeout)
+        except RuntimeError as exc:
+            raise RuntimeError(f"cluster {exc}") from None
         if self._own_base and self.base_dir:
             import shutil
 
@@ -375,3 +359,189 @@ def _tail(path: str, n: int = 3000) -> str:
         return Path(path).read_text(errors="replace")[-n:]
     except OSError:
         return ""
+
+
+# --------------------------------------------------------------------------- Spark Connect
+
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def _port_open(port: int, timeout: float = 1) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=timeout):
+        return True
+    return False
+
+
+@dataclass
+class ConnectServer:
+    """A Spark Connect server on 127.0.0.1: ``url`` (sc://) for clients, ``ui_url`` for its
+    driver UI (and REST API: the jobs its clients ran). ``master``: ``local[N]`` (the
+    server's own JVM runs the tasks) or a standalone cluster's ``spark://`` URL (executors
+    of ``executor_memory`` on its workers). The server's static settings are the engine's
+    (``delivery_audit.spark.DEFAULT_CONF``), with its UI on; each client sets its own SQL
+    settings on its session."""
+
+    master: str = "local[2]"
+    driver_memory: str = "2g"
+    executor_memory: str = "1g"
+    base_dir: str = ""
+    server_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    port: int = 0
+    ui_port: int = 0
+    daemon: Daemon | None = None
+    _own_base: bool = False
+
+    @property
+    def url(self) -> str:
+        return f"sc://{HOST}:{self.port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://{HOST}:{self.ui_port}"
+
+    def _conf(self) -> dict[str, str]:
+        from delivery_audit.spark import DEFAULT_CONF
+
+        conf = {k: v for k, v in DEFAULT_CONF.items() if k != "spark.driver.extraJavaOptions"}
+        conf.update({
+            "spark.connect.grpc.binding.address": HOST,
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.ui.enabled": "true",
+            "spark.ui.port": str(self.ui_port),
+            # a port taken between choosing and binding fails the server (started again on
+            # other ports) instead of silently moving to port+1
+            "spark.port.maxRetries": "0",
+            "spark.connect.grpc.port.maxRetries": "0",
+            "spark.master.rest.enabled": "false",
+        })
+        if self.master.startswith("spark://"):
+            conf["spark.executor.memory"] = self.executor_memory
+            conf["spark.executor.extraJavaOptions"] = DEFAULT_CONF[
+                "spark.executor.extraJavaOptions"]
+        return conf
+
+    def start(self, timeout: float = 120) -> ConnectServer:
+        if not self.base_dir:
+            self.base_dir = tempfile.mkdtemp(prefix="delivery-audit-connect-")
+            self._own_base = True
+        base = Path(self.base_dir)
+        for sub in ("logs", "local", "conf"):
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        try:
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                self.port, self.ui_port = free_port(), free_port()
+                self.daemon = self._spawn()
+                try:
+                    self._wait(timeout)
+                    break
+                except DaemonExited:
+                    _reap(self.daemon.pid)
+                    if attempt == PORT_ATTEMPTS:
+                        raise
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _spawn(self) -> Daemon:
+        base = Path(self.base_dir)
+        props = base / "conf" / "spark-defaults.conf"
+        props.write_text("".join(f"{k} {v}\n" for k, v in self._conf().items()))
+        log = base / "logs" / "connect-server.log"
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("PYSPARK_GATEWAY") and k not in ("SPARK_REMOTE",
+                                                                     "SPARK_CONNECT_MODE_ENABLED")}
+        env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": HOST,
+                    "SPARK_LOCAL_DIRS": str(base / "local"), "SPARK_CONF_DIR": str(base / "conf"),
+                    "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
+                    MARKER: self.server_id})
+        with open(log, "ab") as out:
+            # spark-submit execs spark-class, which execs java: this PID is the driver's JVM
+            proc = subprocess.Popen(
+                [str(spark_submit()), "--class", CONNECT_SERVER_CLASS, "--master", self.master,
+                 "--name", "delivery-audit-connect", "--driver-memory", self.driver_memory,
+                 "--driver-java-options", "-XX:+UseParallelGC",
+                 "--properties-file", str(props)],
+                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=base, start_new_session=True)
+        return Daemon(name="connect-server", pid=proc.pid, pgid=proc.pid, log=str(log),
+                      webui_port=self.ui_port)
+
+    def _wait(self, timeout: float) -> None:
+        """Until the gRPC port accepts connections and the UI's REST API lists the app."""
+        deadline = time.monotonic() + timeout
+        while True:
+            d = self.daemon
+            if d is None or not pid_alive(d.pid):
+                raise DaemonExited(d, f"the Spark Connect server exited while starting; log "
+                                      f"{d.log if d else ''}:\n{_tail(d.log) if d else ''}")
+            if _port_open(self.port):
+                with contextlib.suppress(urllib.error.URLError, OSError, ValueError):
+                    if self.status().get("apps"):
+                        return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no Spark Connect server within {timeout:.0f} s; log:\n"
+                                   f"{_tail(d.log)}")
+            time.sleep(0.3)
+
+    def status(self) -> dict:
+        """The server's applications (its UI's REST API) and whether its gRPC port answers."""
+        return {"grpc": _port_open(self.port),
+                "apps": _json(f"{self.ui_url}/api/v1/applications")}
+
+    def stop(self, timeout: float = 30) -> list[int]:
+        """Stop the server by its process group, then kill any process left with its marker.
+        Returns the PIDs that needed the final SIGKILL."""
+        groups = [self.daemon] if self.daemon else []
+        leftovers = _stop_groups(groups, self.server_id, timeout)
+        if self._own_base and self.base_dir:
+            import shutil
+
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+        return leftovers
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> ConnectServer:
+        raw = json.loads(path.read_text())
+        raw["daemon"] = Daemon(**raw["daemon"]) if raw.get("daemon") else None
+        return cls(**raw)
+
+    def describe(self) -> str:
+        pid = self.daemon.pid if self.daemon else "(none)"
+        return (f"connect  {self.url}   master {self.master}   pid {pid}\n"
+                f"UI       {self.ui_url}\ndir      {self.base_dir}")
+
+
+def _stop_groups(groups: list[Daemon], marker_id: str, timeout: float) -> list[int]:
+    """TERM each daemon's process group, wait, then KILL the groups and any process left
+    with the marker; the PIDs that needed the KILL. Raises if any is still running."""
+    for d in groups:
+        _signal_group(d.pgid, signal.SIGTERM, marker_id)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for d in groups:
+            _reap(d.pid)
+        if not marked_pids(marker_id):
+            break
+        time.sleep(0.2)
+    leftovers = marked_pids(marker_id)
+    for d in groups:
+        _signal_group(d.pgid, signal.SIGKILL, marker_id)
+    for pid in leftovers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while marked_pids(marker_id) and time.monotonic() < deadline:
+        for d in groups:
+            _reap(d.pid)
+        time.sleep(0.1)
+    for d in groups:
+        _reap(d.pid)
+        d.stopped = True
+    still = marked_pids(marker_id)
+    if still:
+        raise RuntimeError(f"processes still running after SIGKILL: {still}")
+    return leftovers

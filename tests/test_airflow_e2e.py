@@ -6,7 +6,10 @@ report check, the alert and, through the variables the reconcile task derives fr
 Connection, the Spark job all find S3 through it. The daily run uses Spark local[2]; the
 backfill run submits to a real standalone cluster on 127.0.0.1 (tests/spark_cluster.py), so the
 DAG-on-cluster path (spark_default → spark://…, --py-files) is covered without a third Airflow
-run. Slow (Spark + Airflow)."""
+run. The daily DAG runs a second time in Connect mode (the ``spark_connect_conn_id`` Param: a
+``spark_connect`` Connection to a Spark Connect server on 127.0.0.1 that the test starts as
+``make connect-up`` does, tests/connect_server.py): no spark-submit, the audit runs in the
+task's Python as a client of that server. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from airflow_helpers import (
     task_logs,
     task_states,
 )
+from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 from spark_cluster import spark_cluster  # noqa: F401  (fixture: master + 2 workers, 127.0.0.1)
 
@@ -70,10 +74,12 @@ def s3(s3_endpoint, day_data):  # noqa: F811
 
 
 def _env(report_root: str, endpoint: str, config: Path, master: str | None = None,
-         **settings) -> dict[str, str]:
+         connect: dict | None = None, **settings) -> dict[str, str]:
     extra = {"AIRFLOW_CONN_AWS_DEFAULT": aws_connection(endpoint)}
     if master:
         extra["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": master})
+    if connect:
+        extra["AIRFLOW_CONN_SPARK_CONNECT_E2E"] = json.dumps(connect)
     return airflow_env(
         settings={"data_root": f"s3://{INPUTS}", "report_root": report_root,
                   "config_file": str(config), "notifier": {"type": "log"}, **settings},
@@ -118,6 +124,41 @@ def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(day_data, s3
     assert {f["path"] for f in manifest["files"]} >= {"report.json", "report.html"}
     # (a re-run replacing the window's prefix is proven on the same publish code in
     # tests/test_storage.py, without a second Spark job here)
+
+
+def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # noqa: F811
+                                                connect_server):  # noqa: F811
+    """The daily DAG with the spark_connect_conn_id Param: reconcile is a Spark Connect client
+    of the test's server (no spark-submit, no JVM of its own); the report is the one the
+    spark-submit run published for the same day, apart from the run metadata."""
+    from delivery_audit.spark import jobs_tagged
+
+    host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
+    env = _env(f"s3://{BUCKET}/daily-connect", s3_endpoint, day_data / "config.yaml",
+               connect={"conn_type": "spark_connect", "host": host, "port": int(port)})
+    proc = dags_test("delivery_audit_daily", "2026-11-20", conf={
+        "spark_connect_conn_id": "spark_connect_e2e"}, env=env)
+    assert proc.returncode == 0, _show(proc)
+    states = task_states("delivery_audit_daily")
+    for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
+        assert states[f"audit.{t}"] == "success", (states, _show(proc))
+    output = proc.stdout + proc.stderr + task_logs("delivery_audit_daily")
+    assert "Spark: Spark Connect through Connection 'spark_connect_e2e'" in output
+    assert "auditing through Spark Connect (Connection 'spark_connect_e2e')" in output
+    _check_s3_went_through_the_connection(output, s3_endpoint)
+    key = f"daily-connect/dt={DAY}/{WID}/report.json"
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+    assert report["run"]["spark_session"] == "connect"
+    jobs = jobs_tagged(connect_server.ui_url, f"delivery-audit-{report['run']['run_id']}")
+    assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="daily/")
+            .get("Contents", [])}
+    if f"daily/dt={DAY}/{WID}/report.json" in keys:  # the spark-submit run's (same module)
+        classic = json.loads(s3.get_object(Bucket=BUCKET, Key=f"daily/dt={DAY}/{WID}/"
+                                           "report.json")["Body"].read())
+        assert classic["run"]["spark_session"] == "classic"
+        assert {k: v for k, v in report.items() if k != "run"} == \
+            {k: v for k, v in classic.items() if k != "run"}
 
 
 def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3,

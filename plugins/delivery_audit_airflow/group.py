@@ -14,6 +14,8 @@
   the same window folder again, replacing it (idempotent). Its ``pre_execute`` gives the job
   the Connection's S3 endpoint, region and credentials as ``AWS_*`` environment variables
   (delivery_audit_airflow.aws.job_env), unless the Variable's ``pass_aws_conn_to_job`` is false.
+  With the ``spark_connect_conn_id`` Param, the same audit runs instead in the task's Python as
+  a Spark Connect client of that Connection's warm Spark (delivery_audit_airflow.connect).
 * check_report: reads ``_manifest.json`` and ``report.json`` from the destination and fails if
   they are missing, belong to another window, or list files that are not there.
 * alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through the notifier.
@@ -57,6 +59,12 @@ def audit_params() -> dict[str, Param]:
                              description="the Airflow AWS Connection for s3:// inputs and "
                                          f"reports (empty: aws_conn_id in Variable {VARIABLE}, "
                                          "default aws_default)"),
+        "spark_connect_conn_id": Param(
+            None, type=["null", "string"], pattern=CONN_ID_PATTERN, maxLength=250,
+            title="Spark Connect Connection",
+            description="a spark_connect Connection (sc://host:port, token, TLS): reconcile "
+                        "runs the audit as a thin Spark Connect client of that warm Spark "
+                        "instead of spark-submit (empty: spark-submit on spark_default)"),
     }
 
 
@@ -94,6 +102,9 @@ config file (`config_file`: `grace_minutes`, `notifier`) > this Variable.
   S3 endpoint, region and credentials as `AWS_*` environment variables
   (`pass_aws_conn_to_job`); without the Connection both use the worker's AWS chain.
 * **`spark_default`** (conn type `spark`): the master, e.g. `local[*]` or `spark://host:7077`.
+* A **`spark_connect`** Connection (optional, named by the `spark_connect_conn_id` Param):
+  `reconcile` then runs the audit as a thin client of that Spark Connect endpoint (host,
+  port, the token as password, `use_ssl` in extra) instead of spark-submit.
 * **`delivery_audit_pseudonym`** (optional): its password is the pseudonymisation key when the
   audit config says `pseudonymise: true` and `DELIVERY_AUDIT_PSEUDONYM_KEY` is not set.
 
@@ -142,14 +153,17 @@ def resolve_window() -> dict[str, Any]:
                 raise PlanError(f"the run has no usable data interval ({start} → {end}); "
                                 "use CronDataIntervalTimetable")
         plan = build_plan(start=start, end=end, settings=settings, request=request,
-                          source=source, aws_conn_id=params.get("aws_conn_id"))
+                          source=source, aws_conn_id=params.get("aws_conn_id"),
+                          spark_connect_conn_id=params.get("spark_connect_conn_id"))
     except (PlanError, ValueError) as exc:
         raise _fail_fast(exc) from exc
     w = plan["window"]
     print(f"audit window {w['start']} → {w['end']} (from {source}), grace "
           f"{w['grace_minutes']:g} min (from the {w['grace_from']}); report → "
           f"{plan['report_dir']}; S3 through Connection {plan['aws_conn_id']!r} (from the "
-          f"{plan['aws_conn_from']})")
+          f"{plan['aws_conn_from']}); Spark: " + (
+              f"Spark Connect through Connection {plan['spark_connect_conn_id']!r}"
+              if plan.get("spark_connect_conn_id") else "spark-submit"))
     return plan
 
 

@@ -6,6 +6,9 @@
   result, not a task failure, so it is neither retried nor failed here — check_report/alert act
   on it. Exit 1 (input unreadable) and anything else fail the task (and are retried).
 * Backfill ``topics``/``groups`` become the job's ``--topic``/``--group`` options.
+* Connect mode (the plan's ``spark_connect_conn_id``, from the run's Param of that name): no
+  spark-submit; the audit runs in this task's Python as a Spark Connect client of that
+  Connection's endpoint (delivery_audit_airflow.connect), PySpark imported only then.
 * What spark-submit is given comes from the engine's ``delivery_audit.core.submit`` (the same
   helper the cluster script and the benchmark use): the Python of the driver and executors
   (PYSPARK_PYTHON / PYSPARK_DRIVER_PYTHON unless already set, in the env and the conf) and, on a
@@ -50,6 +53,8 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
                 self.log.info("no events files match %s: running without events",
                               plan["sources"]["events"])
                 plan = {**plan, "sources": {**plan["sources"], "events": None}}
+        if plan.get("spark_connect_conn_id"):
+            return self._execute_connect(plan)
         given_py_files = self.py_files
         master = self._master()
         exit_code = 0
@@ -77,6 +82,19 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
             finally:
                 self.py_files = given_py_files  # the zip is gone: a rerun builds its own
         return {"exit_code": exit_code, "report_dir": plan["report_dir"]}
+
+    def _execute_connect(self, plan: dict[str, Any]) -> dict[str, Any]:
+        """The audit through the plan's ``spark_connect`` Connection, in this process."""
+        from delivery_audit_airflow.connect import RESULT_EXIT_CODES, run_connect
+
+        exit_code = run_connect(plan, plan["spark_connect_conn_id"], env=self.env_vars,
+                                log=self.log)
+        if exit_code not in RESULT_EXIT_CODES:
+            raise RuntimeError(f"the audit through Spark Connect exited {exit_code}")
+        if exit_code == VERDICT_FAIL_EXIT:
+            self.log.warning("the audit verdict is FAIL; the report is published and the "
+                             "alert task will act on it")
+        return {"exit_code": exit_code, "report_dir": plan["report_dir"], "mode": "connect"}
 
     def _master(self) -> str:
         """The master of the Spark connection ("" when it cannot be read: the submit itself

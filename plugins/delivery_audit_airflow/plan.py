@@ -133,9 +133,11 @@ def resolve_aws_conn(param: Any, settings: Settings) -> tuple[str, str]:
 
 def build_plan(*, start: datetime, end: datetime, settings: Settings,
                request: dict[str, Any] | None = None, source: str = "schedule",
-               aws_conn_id: str | None = None) -> dict[str, Any]:
+               aws_conn_id: str | None = None,
+               spark_connect_conn_id: str | None = None) -> dict[str, Any]:
     """Everything the later tasks need, as a JSON-able dict (no secrets: XCom is readable
-    in the UI)."""
+    in the UI). ``spark_connect_conn_id``: reconcile audits through that Spark Connect
+    Connection instead of spark-submit (None: spark-submit)."""
     request = request or {}
     if end <= start:
         raise PlanError(f"empty window: {_iso(start)} → {_iso(end)}")
@@ -163,6 +165,12 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     _check_root(root)
     report_dir = uris.join(root, window.relative_dir)
     conn, conn_from = resolve_aws_conn(aws_conn_id, settings)
+    if spark_connect_conn_id in ("", None):
+        spark_connect_conn_id = None
+    elif not isinstance(spark_connect_conn_id, str) or _CONTROL.search(spark_connect_conn_id) \
+            or not re.fullmatch(CONN_ID_PATTERN, spark_connect_conn_id):
+        raise PlanError(f"spark_connect_conn_id {spark_connect_conn_id!r} is not a connection "
+                        "id (letters, digits, '_', '.', '-')")
     return {
         "source": source,
         "job": settings.render("job"),
@@ -182,6 +190,7 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "aws_conn_id": conn,
         "aws_conn_from": conn_from,
         "pass_aws_conn_to_job": settings.get("pass_aws_conn_to_job"),
+        "spark_connect_conn_id": spark_connect_conn_id,
     }
 
 

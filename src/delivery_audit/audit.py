@@ -34,7 +34,7 @@ from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .redaction import redact_text
 from .report.summary import anomaly_count_table, build_report, build_transactions
 from .schemas import ANOMALY_SCHEMA, SOURCES
-from .spark import JobCounter, tune_for_input, tune_for_staged
+from .spark import JobCounter, session_kind, tune_for_input, tune_for_staged
 
 log = logging.getLogger("delivery_audit")
 
@@ -207,7 +207,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                 "lookback_minutes": req.config.lookback_minutes,
                 "partition_bounds": read_bounds(req.window, req.config).describe()},
         run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
-             "spark_version": spark.version, "spark_master": spark.sparkContext.master},
+             "spark_version": spark.version, **session_kind(spark)},
         inputs=_inputs_summary(ingested),
         judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
         state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),

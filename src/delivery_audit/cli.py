@@ -86,6 +86,10 @@ def run(
     group: Annotated[list[str] | None, typer.Option(help="judge only this group (repeatable)")
                      ] = None,
     master: Annotated[str | None, typer.Option(help="Spark master (default local[2])")] = None,
+    spark_remote: Annotated[str | None, typer.Option(
+        help="a Spark Connect endpoint, sc://HOST:PORT[/;token=…;use_ssl=true]: the audit runs "
+             "on that (warm) Spark instead of a local one; default: SPARK_REMOTE if set")
+                            ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print report.json to stdout")
                         ] = False,
     notify: Annotated[bool, typer.Option(help="alert on warn/fail through the configured "
@@ -115,7 +119,9 @@ def run(
                                "events": events or []},
                        window=window, out=out, config=cfg, formats=formats,
                        topics=list(topic or []), groups=list(group or []), notify=notify)
-    code = execute(req, master=master, json_out=json_out)
+    if master and spark_remote:
+        _fail("give --master or --spark-remote, not both")
+    code = execute(req, master=master, json_out=json_out, remote=spark_remote)
     raise typer.Exit(code)
 
 
@@ -238,19 +244,29 @@ def _split_format(text: str) -> tuple[str, str]:
     return source, fmt
 
 
-def execute(req, master: str | None = None, json_out: bool = False) -> int:
-    """Run an audit and print its summary; the exit code for the shell."""
+def execute(req, master: str | None = None, json_out: bool = False,
+            remote: str | None = None) -> int:
+    """Run an audit and print its summary; the exit code for the shell. ``remote`` (or
+    SPARK_REMOTE): through that Spark Connect endpoint instead of a local session."""
     from .audit import EXIT_INPUT, run_audit
     from .ingest import InputError
     from .ingest.files import local_size
     from .quality import prepare_in_background
     from .redaction import redact_text
-    from .spark import get_spark
+    from .spark import get_spark, spark_remote
     from .storage import PublishError
 
-    prepare_in_background()  # GX's imports overlap the JVM's start
-    spark = get_spark(master=master, input_bytes=local_size(
-        [p for patterns in req.inputs.values() for p in patterns or []]))
+    prepare_in_background()  # GX's imports overlap the JVM's start (or the connection)
+    url = None if master else spark_remote(remote)
+    try:
+        spark = get_spark(master=master, remote=url, input_bytes=None if url else local_size(
+            [p for patterns in req.inputs.values() for p in patterns or []]))
+    except Exception as exc:  # noqa: BLE001 - e.g. no Connect server at that address
+        if not url:
+            raise
+        err.print(f"[bold red]spark connect error:[/] {escape(redact_text(exc))}",
+                  highlight=False)
+        return EXIT_INPUT
     try:
         result = run_audit(spark, req)
     except InputError as exc:
@@ -259,6 +275,9 @@ def execute(req, master: str | None = None, json_out: bool = False) -> int:
     except PublishError as exc:  # already redacted by audit.publish_report
         err.print(f"[bold red]publish error:[/] {escape(redact_text(exc))}", highlight=False)
         return EXIT_PUBLISH
+    finally:
+        if url:  # release the server-side session: its checkpoints and cached blocks
+            spark.stop()  # would otherwise stay on the warm server until it times out
     if json_out:
         sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
     else:

@@ -4,6 +4,7 @@
 
 * the user-info part of URLs (``https://user:password@host`` → ``https://***@host``);
 * the secret path of Slack webhooks (``hooks.slack.com/services/…``);
+* the ``token`` parameter of Spark Connect URLs (``sc://host:443/;token=…``);
 * presigned-URL signatures and tokens (``X-Amz-Signature=…``, ``X-Amz-Credential=…``,
   ``X-Amz-Security-Token=…``);
 * the value of every secret-looking environment variable (``AWS_SECRET_ACCESS_KEY``,
@@ -32,6 +33,7 @@ _SECRET_FIELD = re.compile(r"url|secret|token|password|passwd|webhook|credential
 # user-info may hold '/', '@' or ':' unescaped: mask up to the last '@' of the URL token
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s'\"`<>]*@")
 _SLACK = re.compile(r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[^\s'\"`<>)]+")
+_CONNECT_TOKEN = re.compile(r"(?i)(;token=)[^;\s'\"`<>]+")
 _SIGNED = re.compile(r"(?i)\b(X-Amz-(?:Signature|Credential|Security-Token)=)[^&\s'\"`<>]+")
 
 
@@ -52,6 +54,7 @@ def redact_text(text: Any, extra: Iterable[str | None] = (),
         out = out.replace(secret, MASK)
     out = _USERINFO.sub(lambda m: m.group(1) + MASK + "@", out)
     out = _SLACK.sub(lambda m: m.group(1) + MASK, out)
+    out = _CONNECT_TOKEN.sub(lambda m: m.group(1) + MASK, out)
     return _SIGNED.sub(lambda m: m.group(1) + MASK, out)
 
 

@@ -74,12 +74,26 @@ def _submitted_conf() -> set[str]:
     return {k for k, _ in SparkConf().getAll()}
 
 
+def spark_remote(remote: str | None = None) -> str | None:
+    """The Spark Connect endpoint to use (``sc://HOST:PORT[/;param=value…]``): the given one,
+    else SPARK_REMOTE (which PySpark itself honours); None: a classic session."""
+    return remote or os.environ.get("SPARK_REMOTE") or None
+
+
 def get_spark(app_name: str = "delivery-audit", master: str | None = None,
               conf: dict[str, str] | None = None,
-              input_bytes: int | None = None) -> SparkSession:
+              input_bytes: int | None = None, remote: str | None = None) -> SparkSession:
     """Get (or create) the session; the master comes from spark-submit when set there.
     ``input_bytes``: the size of the input files, which sizes a new driver's heap (None:
-    unknown, the cap); spark-submit's own --driver-memory wins."""
+    unknown, the cap); spark-submit's own --driver-memory wins. ``remote`` (or
+    SPARK_REMOTE): a Spark Connect client session instead (:func:`get_connect_spark`); an
+    explicit ``master`` wins over SPARK_REMOTE."""
+    url = remote or (None if master else spark_remote())
+    if url:
+        if master:
+            raise ValueError("give a Spark master or a Spark Connect endpoint, not both")
+        return get_connect_spark(url, app_name, conf)
+    os.environ.pop("SPARK_REMOTE", None)  # PySpark's builder would go to it instead
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     if master:
@@ -95,6 +109,47 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
             builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+CONNECT_DEFAULT_PORT = 15002  # PySpark's, when the sc:// URL names none
+
+
+def check_reachable(url: str, timeout: float = 10) -> None:
+    """Fail fast (ConnectionError naming host and port, never the URL's token) when nothing
+    accepts a TCP connection at the endpoint: PySpark's client would otherwise retry an
+    unavailable server for 10 minutes."""
+    import socket
+    from urllib.parse import urlparse
+
+    netloc = urlparse(url.split(";", 1)[0]).netloc if url.startswith("sc://") else ""
+    host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
+    if not host:
+        raise ValueError("a Spark Connect endpoint is sc://HOST[:PORT][/;param=value…]")
+    port_n = int(port) if port.isdigit() else CONNECT_DEFAULT_PORT
+    try:
+        socket.create_connection((host.strip("[]"), port_n), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectionError(f"no Spark Connect server answers at {host}:{port_n} "
+                              f"({exc.strerror or exc})") from None
+
+
+def get_connect_spark(url: str, app_name: str = "delivery-audit",
+                      conf: dict[str, str] | None = None) -> SparkSession:
+    """A Spark Connect client session on ``url``: no JVM here, the server's Spark runs the
+    plans. Each client session has its own SQL settings on the server: the engine's
+    (DEFAULT_CONF's runtime ones, then ``conf``) are set on it; the static ones (driver,
+    UI, memory) are the server's own (scripts/spark_connect.py starts it with them)."""
+    import warnings
+
+    # the Connect client warns of a window without partitioning itself, which a classic
+    # session only logs (at WARN, below the auditor's log level)
+    warnings.filterwarnings("ignore", message="WARN WindowExpression: No Partition Defined")
+    check_reachable(url)
+    spark = SparkSession.builder.remote(url).appName(app_name).getOrCreate()
+    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+        if k.startswith("spark.sql.") and spark.conf.isModifiable(k):
+            spark.conf.set(k, v)
     return spark
 
 
@@ -119,6 +174,42 @@ def _env_flag(name: str, default: bool) -> bool:
     return os.environ.get(name, str(default)).lower() == "true"
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The cluster's default parallelism: the SparkContext's in a classic session; under
+    Spark Connect, the split count of a range's physical plan (Spark plans ``range`` with
+    that many splits; an analysis request, no job)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    splits = range_splits(spark.range(1)._explain_string(mode="simple"))  # noqa: SLF001
+    return splits or 2
+
+
+def range_splits(plan: str) -> int | None:
+    """The split count of the Range in a plan's text (``Range (0, 1, step=1, splits=2)``)."""
+    import re
+
+    found = re.search(r"splits=(\d+)", plan)
+    return int(found.group(1)) if found else None
+
+
+def session_kind(spark: SparkSession) -> dict[str, str]:
+    """How the audit reached Spark, for report.json's run section: ``spark_session``
+    (classic or connect) and ``spark_master`` (the master the driver runs on; under
+    Connect, the server's ``spark.master``, or "connect" when it does not say)."""
+    if not is_connect(spark):
+        return {"spark_session": "classic", "spark_master": spark.sparkContext.master}
+    try:
+        master = spark.conf.get("spark.master") or "connect"
+    except Exception:  # noqa: BLE001 - a managed endpoint may hide its static conf
+        master = "connect"
+    return {"spark_session": "connect", "spark_master": master}
+
+
 def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
     """Before ingestion: generated code (whole-stage and per expression) from 64 MiB of
     input files, interpreted below; no adaptive execution and one shuffle partition per
@@ -128,7 +219,7 @@ def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
     spark.conf.set("spark.sql.codegen.wholeStage", str(codegen).lower())
     spark.conf.set("spark.sql.codegen.factoryMode", "FALLBACK" if codegen else "NO_CODEGEN")
     spark.conf.set("spark.sql.adaptive.enabled", "false")
-    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    spark.conf.set("spark.sql.shuffle.partitions", str(default_parallelism(spark)))
 
 
 def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
@@ -140,7 +231,7 @@ def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
     if pinned:
         n = int(pinned)
     else:
-        parallelism = spark.sparkContext.defaultParallelism
+        parallelism = default_parallelism(spark)
         n = min(4000, max(parallelism, round(staged_bytes / STAGED_BYTES_PER_SHUFFLE_PARTITION)))
     adaptive = _env_flag("DELIVERY_AUDIT_ADAPTIVE", False)
     spark.conf.set("spark.sql.shuffle.partitions", str(n))
@@ -151,7 +242,9 @@ def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
 class JobCounter:
     """Counts the Spark jobs run while it is active (the audit's cost in jobs, logged at
     debug level and stated in report.json). Classic sessions only: a Spark Connect client
-    has no status tracker, so ``jobs`` stays None there."""
+    has no status tracker, so ``jobs`` stays None there; instead every operation it sends
+    meanwhile carries the tag ``group`` (``SparkSession.addTag``), which the server's jobs
+    list among their ``jobTags`` (its UI's REST API, :func:`jobs_tagged`)."""
 
     def __init__(self, spark: SparkSession, group: str) -> None:
         self.spark, self.group = spark, group
@@ -159,11 +252,10 @@ class JobCounter:
         self._sc = None
 
     def __enter__(self) -> JobCounter:
-        try:
-            self._sc = self.spark.sparkContext
-        except Exception:  # noqa: BLE001 - Spark Connect: no SparkContext
-            self._sc = None
-        if self._sc is not None:
+        self._sc = None if is_connect(self.spark) else self.spark.sparkContext
+        if self._sc is None:
+            self.spark.addTag(self.group)
+        else:
             self._sc.setJobGroup(self.group, "delivery audit", interruptOnCancel=False)
         return self
 
@@ -188,7 +280,27 @@ class JobCounter:
 
     def __exit__(self, *exc) -> None:
         if self._sc is None:
+            self.spark.removeTag(self.group)
             return
         self.jobs = self.count()
         self._sc.setLocalProperty("spark.jobGroup.id", None)
         self._sc.setLocalProperty("spark.job.description", None)
+
+
+def jobs_tagged(ui_url: str, tag: str, timeout: float = 10) -> list[dict]:
+    """The jobs of a Spark driver (its UI's REST API, e.g. a Spark Connect server's
+    ``http://127.0.0.1:PORT``) that carry ``tag`` in one of their job tags: a Connect
+    client's tagged operations (:class:`JobCounter`). For the benchmark and the tests,
+    where the server's UI is reachable; not used by the audit."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{ui_url}/api/v1/applications", timeout=timeout) as r:
+        apps = json.load(r)
+    jobs: list[dict] = []
+    for app in apps:
+        with urllib.request.urlopen(f"{ui_url}/api/v1/applications/{app['id']}/jobs",
+                                    timeout=timeout) as r:
+            jobs += [j for j in json.load(r)
+                     if any(tag in t for t in j.get("jobTags", []))]
+    return jobs

@@ -224,7 +224,8 @@ def resolve(source: str, patterns: list[str] | str | None, fmt: str | None = Non
             kept = [f for f in found if keep(f, bounds)]
             skipped = len(found) - len(kept)
             origins += kept
-            files += kept
+            # absolute: a Spark Connect server resolves a relative path against its own cwd
+            files += [os.path.abspath(f) for f in kept]
         pruned += skipped
         if not files and not pruned:
             raise InputError(f"no files match {pattern!r} for {source}")
