@@ -15,6 +15,9 @@ identities the anomalies name, and their groups' events), ``anomalies/`` and
 ``report.json``, from a folder or ``s3://`` (through the manifest, every file checked
 against its sha256). A message that no anomaly names is not in the evidence: that is said
 plainly, not shown as an empty story.
+
+Size: one command's whole story of one record (lookup, every source's rows, the rules'
+reasoning, the rendering); the reasoning reads the evidence columns the rendering prints.
 """
 
 from __future__ import annotations

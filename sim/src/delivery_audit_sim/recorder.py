@@ -39,6 +39,8 @@ canonical JSON Lines (sends, ledger, events) while the application runs.
 
 The sequence number travels in a record header (``seq`` by default) so consumers can
 record it too. confluent_kafka is imported lazily: this module imports without it.
+
+Size: the recording producer and consumer (plain and transactional) share the canonical row writers.
 """
 
 from __future__ import annotations

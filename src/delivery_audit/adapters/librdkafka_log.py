@@ -60,6 +60,9 @@ the current one", librdkafka "Producer attempted … with an old epoch", ``_FENC
 transaction aborts ("Transaction aborted", ``abort_transaction``, "Aborting transaction")
 are not consumer-group events: skipped as ``producer_fencing`` / ``transaction_abort`` and
 counted (``producer_fencing_lines``, ``transaction_abort_lines``), from any client's log.
+
+Size: librdkafka's wordings of 0.9 to 2.16 and the layouts of six bindings, each a regex
+and a few lines; they share one reader state (pending assigns, repeated leaves).
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ The pass ends by emitting routed rows (routes.py): the write side's anomaly rows
 ledger rows (to the consumer side), the (group, identity) pairs of the states and the
 successful processings (to the states and dup_effect), the first copy of each identity
 in a partition (write_reorder) and the key moves (key_partition_split: the first per key).
+
+Size: pass 1 is one plan (its leaves, aggregation, joins and routed rows share one sort);
+split, its parts would have to pass the sort's order and columns between modules.
 """
 
 from __future__ import annotations

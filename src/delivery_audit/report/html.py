@@ -3,6 +3,9 @@
 No JavaScript and nothing fetched at view time. The template is rendered with autoescape on,
 so every value from the data (keys, member ids, topics, error texts) is HTML-escaped; the
 chart geometry is computed here as plain numbers and the template writes the SVG elements.
+
+Size: the page's view models, one function per section (timelines, evidence tables,
+transactions, latency against the SLA); the markup is in templates/.
 """
 
 from __future__ import annotations

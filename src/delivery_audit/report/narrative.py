@@ -30,6 +30,9 @@ topic and group). The causes:
 ``build_narrative(report, anomalies)`` is the one call: ``anomalies`` is the anomaly
 table's folder (or a :class:`~.digest.Digest`); without a readable table the findings
 come from report.json's counts alone.
+
+Size: the narrative's assembly (findings, incidents and digest live in their own modules);
+what remains is one story built in one pass over the report.
 """
 
 from __future__ import annotations

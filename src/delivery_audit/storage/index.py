@@ -46,6 +46,9 @@ missing or damaged ``index.json`` is rebuilt by the next publication, and
 update never un-publishes it: :func:`refresh_index` logs an ERROR naming the cause and the
 rebuild command, and the publication's result (manifest, exit code) is unchanged. The page is
 drawn by :mod:`.index_page`.
+
+Size: the cross-window index (read, merge under the lease, write, rebuild) for local
+folders and S3; the page is index_page.py.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ the rows it wrote, rule by rule (§9 rules 20–25, with §4/§8 for the rest):
 
 Open transactions exist only in slots reserved to the end of the generated range, so the
 partition's last record and the group's "went past" are the episode's own.
+
+Size: the exactly-once episodes (commits, aborts and re-sends, open and hanging
+transactions, zombies, both isolation levels) and the truth they imply share one timeline
+of each partition.
 """
 
 from __future__ import annotations
