@@ -1,7 +1,7 @@
 """The audit through Spark Connect: the same engine as a thin client of a warm Spark.
 
 One Connect server for the session (tests/connect_server.py: what ``make connect-up`` runs,
-on 127.0.0.1, stopped by PID). Every generated scenario (the six of them in one input, each
+on 127.0.0.1, stopped by PID). Every generated scenario (all of them in one input, each
 scenario's topics and groups prefixed with its name, as in test_scenarios.py) and the CLI's
 small day (CSV broker, gzipped ledger, a pruned partition: tests/small_audit.py's run) give
 the same report.json through Connect as through the classic session, apart from the run
@@ -59,7 +59,7 @@ def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
     """Every generated scenario in one input, audited by a Connect client process and, while
     that runs (the server's work overlaps this process's), by the classic session
     (run_audit in this process)."""
-    from test_scenarios import _relabel
+    from scenario_inputs import relabel
 
     from delivery_audit.audit import AuditRequest, run_audit
     from delivery_audit.config import load_config
@@ -70,7 +70,7 @@ def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
     groups, ranges = {}, []
     for scenario in SCENARIOS:
         truth = generate_scenario(scenario, SIZES.get(scenario, 600), 11, START, tmp / scenario)
-        cfg = _relabel(tmp / scenario, tmp / "all", f"{scenario}.")
+        cfg = relabel(tmp / scenario, tmp / "all", f"{scenario}.")
         groups.update(cfg["groups"])
         ranges += cfg["dump_ranges"]
     config = tmp / "config.yaml"

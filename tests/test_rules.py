@@ -10,6 +10,7 @@ from collections import Counter
 
 import pytest
 from frames import END, START, Log
+from rule_results import causes, states, units  # noqa: F401
 
 from delivery_audit.anomalies import ANOMALY_NAMES
 from delivery_audit.config import AuditConfig, DumpRange, GroupConfig
@@ -138,25 +139,6 @@ def result(spark, tmp_path_factory):
         "group_id", "topic", "seq", "state", "successes").collect()]
     return {"rows": rows, "states": states, "judged": written.judged_by_topic,
             "rules": detection.rules}
-
-
-def units(result, topic: str, group: str | None = "g") -> Counter:
-    """Anomaly units of one topic (for per-group anomalies, of one group)."""
-    c: Counter = Counter()
-    for r in result["rows"]:
-        if r["topic"] == topic and (r["group_id"] in (None, group)):
-            c[r["anomaly"]] += r["units"]
-    return c
-
-
-def states(result, topic: str, group: str = "g") -> dict[int, str]:
-    return {r["seq"]: r["state"] for r in result["states"]
-            if r["topic"] == topic and r["group_id"] == group}
-
-
-def causes(result, anomaly: str, topic: str) -> Counter:
-    return Counter(r["cause"] for r in result["rows"]
-                   if r["anomaly"] == anomaly and r["topic"] == topic)
 
 
 def test_every_contract_anomaly_has_a_rule(result):

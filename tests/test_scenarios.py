@@ -10,13 +10,11 @@ contract §9 (transactions, latency); it is expected to fail until the engine de
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
-import yaml
+from scenario_inputs import TOP_LEVEL, relabel
 
 from delivery_audit.anomalies import ANOMALY_NAMES, STATES
 from delivery_audit.audit import AuditRequest, Stages, _finish_report, extract, reconcile
@@ -29,40 +27,6 @@ pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in ma
 START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
 SIZES = {"mixed": 2000}
-# top-level config settings a scenario may write (scenarios that set one agree on it)
-TOP_LEVEL = ("transaction_timeout_ms", "latency_sla_ms")
-
-
-def _relabel_line(line: str, prefix: str) -> str:
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError:
-        return line
-    if not isinstance(row, dict):
-        return line
-    for field in ("topic", "group_id"):
-        if isinstance(row.get(field), str):
-            row[field] = prefix + row[field]
-    return json.dumps(row, separators=(",", ":"))
-
-
-def _relabel(src: Path, dst: Path, prefix: str) -> dict:
-    """Copy one scenario's files with every topic and group prefixed; its config too."""
-    for source in SOURCES:
-        (dst / source).mkdir(parents=True, exist_ok=True)
-        for f in sorted((src / source).glob("*.jsonl")):
-            lines = f.read_text(encoding="utf-8").splitlines()
-            (dst / source / f"{prefix}{f.name}").write_text(
-                "".join(_relabel_line(x, prefix) + "\n" for x in lines), encoding="utf-8")
-    cfg = yaml.safe_load((src / "config.yaml").read_text()) or {}
-    groups = {}
-    for gid, settings in (cfg.get("groups") or {}).items():
-        settings = dict(settings or {})
-        settings["topics"] = [prefix + t for t in settings.get("topics", [])]
-        groups[prefix + gid] = settings
-    ranges = [{**r, "topic": prefix + r["topic"]} for r in cfg.get("dump_ranges") or []]
-    return {"groups": groups, "dump_ranges": ranges, "dense_seq": cfg.get("dense_seq", True),
-            **{k: cfg[k] for k in TOP_LEVEL if k in cfg}}
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +37,7 @@ def audited(spark, tmp_path_factory):
         prefix = f"{scenario}."
         truth = generate_scenario(scenario, SIZES.get(scenario, 600), 11, START,
                                   tmp / scenario)
-        cfg = _relabel(tmp / scenario, tmp / "all", prefix)
+        cfg = relabel(tmp / scenario, tmp / "all", prefix)
         assert cfg["dense_seq"] is True
         groups.update(cfg["groups"])
         ranges += cfg["dump_ranges"]

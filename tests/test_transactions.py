@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 from frames import END, START, Log
-from test_rules import causes, states, units
+from rule_results import causes, states, units
 
 from delivery_audit.config import AuditConfig, GroupConfig
 from delivery_audit.core.window import AuditWindow
