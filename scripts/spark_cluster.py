@@ -14,25 +14,17 @@ kills by PID only what carries the cluster's marker.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import os
 import sys
-import tempfile
 import urllib.error
 from pathlib import Path
 
-from spark_daemons import SparkCluster, marked_pids
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_STATE = Path(tempfile.gettempdir()) / (
-    "delivery-audit-spark-cluster-" + hashlib.sha1(str(REPO).encode()).hexdigest()[:8] + ".json")
+from spark_daemons import SparkCluster, marked_pids, state_path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--state", type=Path, default=Path(
-        os.environ.get("DELIVERY_AUDIT_CLUSTER_STATE", DEFAULT_STATE)))
+    parser.add_argument("--state", type=Path, default=state_path("cluster"))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--memory", default="2g")

@@ -18,26 +18,19 @@ server's marker.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import sys
-import tempfile
 import urllib.error
 from pathlib import Path
 
-from spark_daemons import HOST, ConnectServer, SparkCluster, marked_pids
-
-REPO = Path(__file__).resolve().parents[1]
-_CHECKOUT = hashlib.sha1(str(REPO).encode()).hexdigest()[:8]
-DEFAULT_STATE = Path(tempfile.gettempdir()) / f"delivery-audit-spark-connect-{_CHECKOUT}.json"
-CLUSTER_STATE = Path(tempfile.gettempdir()) / f"delivery-audit-spark-cluster-{_CHECKOUT}.json"
+from spark_daemons import HOST, ConnectServer, SparkCluster, marked_pids, state_path
 
 
 def _master(given: str) -> str:
     """``cluster``: the master of the running standalone cluster of this checkout."""
     if given != "cluster":
         return given
-    state = Path(os.environ.get("DELIVERY_AUDIT_CLUSTER_STATE", CLUSTER_STATE))
+    state = state_path("cluster")
     if not state.exists():
         raise SystemExit(f"no standalone cluster state at {state}: make cluster-up first")
     return SparkCluster.load(state).master_url
@@ -46,8 +39,7 @@ def _master(given: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("start", "stop", "status", "url"))
-    parser.add_argument("--state", type=Path, default=Path(
-        os.environ.get("DELIVERY_AUDIT_CONNECT_STATE", DEFAULT_STATE)))
+    parser.add_argument("--state", type=Path, default=state_path("connect"))
     parser.add_argument("--master", default=os.environ.get("CONNECT_MASTER") or "local[2]")
     parser.add_argument("--driver-memory", default="2g")
     parser.add_argument("--executor-memory", default="1g")

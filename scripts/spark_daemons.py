@@ -27,6 +27,7 @@ engine: ``delivery_audit.core.submit`` (the command, the ``--py-files`` zip).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -44,6 +45,15 @@ from pathlib import Path
 from delivery_audit.core.process import pid_alive, process_state
 
 HOST = "127.0.0.1"
+_CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
+STATE_ENV = {"cluster": "DELIVERY_AUDIT_CLUSTER_STATE", "connect": "DELIVERY_AUDIT_CONNECT_STATE"}
+
+
+def state_path(kind: str) -> Path:
+    """The state file of this checkout's standalone cluster or Connect server (``kind``:
+    cluster | connect); its environment variable (:data:`STATE_ENV`) overrides it."""
+    default = Path(tempfile.gettempdir()) / f"delivery-audit-spark-{kind}-{_CHECKOUT}.json"
+    return Path(os.environ.get(STATE_ENV[kind], default))
 MARKER = "DELIVERY_AUDIT_CLUSTER_ID"
 
 

@@ -118,15 +118,22 @@ def _check_root(root: str) -> None:
         raise PlanError(str(exc)) from exc
 
 
+def _conn_id(value: Any, name: str) -> str | None:
+    """A Connection id Param's value (None when empty), or a PlanError naming the Param."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or _CONTROL.search(value) \
+            or not re.fullmatch(CONN_ID_PATTERN, value):
+        raise PlanError(f"{name} {value!r} is not a connection id (letters, digits, "
+                        "'_', '.', '-')")
+    return value
+
+
 def resolve_aws_conn(param: Any, settings: Settings) -> tuple[str, str]:
     """The AWS Connection of the run and where it came from: the run's ``aws_conn_id`` Param
     ("run") > the Variable's ``aws_conn_id`` ("variable"; its default: aws_default)."""
-    if param not in (None, ""):
-        if not isinstance(param, str) or _CONTROL.search(param) \
-                or not re.fullmatch(CONN_ID_PATTERN, param):
-            raise PlanError(f"aws_conn_id {param!r} is not a connection id (letters, digits, "
-                            "'_', '.', '-')")
-        return param, "run"
+    if (given := _conn_id(param, "aws_conn_id")) is not None:
+        return given, "run"
     conn = settings.get("aws_conn_id") or DEFAULT_AWS_CONN_ID
     return conn, "variable" if "aws_conn_id" in settings.explicit else "default"
 
@@ -165,12 +172,7 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     _check_root(root)
     report_dir = uris.join(root, window.relative_dir)
     conn, conn_from = resolve_aws_conn(aws_conn_id, settings)
-    if spark_connect_conn_id in ("", None):
-        spark_connect_conn_id = None
-    elif not isinstance(spark_connect_conn_id, str) or _CONTROL.search(spark_connect_conn_id) \
-            or not re.fullmatch(CONN_ID_PATTERN, spark_connect_conn_id):
-        raise PlanError(f"spark_connect_conn_id {spark_connect_conn_id!r} is not a connection "
-                        "id (letters, digits, '_', '.', '-')")
+    spark_connect_conn_id = _conn_id(spark_connect_conn_id, "spark_connect_conn_id")
     return {
         "source": source,
         "job": settings.render("job"),

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 
 from . import __version__
 from .config import AuditConfig
-from .core.timefmt import iso_z
+from .core.timefmt import epoch_ms, iso_z
 from .core.window import AuditWindow
 from .detection import detect
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
@@ -80,10 +80,6 @@ class Stages:
 
 def _iso(dt: datetime) -> str:
     return iso_z(dt)
-
-
-def _epoch_ms(dt: datetime) -> int:
-    return int(dt.timestamp() * 1000)
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
@@ -219,7 +215,7 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                         "latency_sla_ms": req.config.latency_sla_ms},
         transactions=build_transactions(
             written.transactions, req.config.transaction_timeout_ms,
-            (_epoch_ms(req.window.start), _epoch_ms(req.window.end))),
+            (epoch_ms(req.window.start), epoch_ms(req.window.end))),
         sla_ms={g: req.config.sla_ms(g) for g in facts.group_ids},
     )
     return Reconciled(report, written, anomalies, ingested, frames, facts, input_metrics, got)

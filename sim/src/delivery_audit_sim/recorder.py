@@ -58,20 +58,6 @@ from typing import Any
 
 from delivery_audit.schemas import FIELDS
 
-# Contract §9 (transactions) fields the recorders write; an engine that does not know them
-# yet reads them as unknown fields (ignored). Kept here until schemas.FIELDS has them all.
-TXN_FIELDS: dict[str, tuple[str, ...]] = {
-    "sends": ("transactional_id",),
-    "broker": ("transactional", "control"),
-    "ledger": ("isolation",),
-}
-
-
-def field_names(source: str) -> list[str]:
-    """The canonical fields of a source, §9's included."""
-    names = [f.name for f in FIELDS[source]]
-    return names + [n for n in TXN_FIELDS.get(source, ()) if n not in names]
-
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -99,7 +85,7 @@ class Recorder:
         return self.directory / f"{self.name}.{source}.jsonl"
 
     def write(self, source: str, **values: Any) -> None:
-        names = field_names(source)
+        names = [f.name for f in FIELDS[source]]
         unknown = set(values) - set(names)
         if unknown:
             raise ValueError(f"not {source} fields: {sorted(unknown)}")
