@@ -265,6 +265,19 @@ def test_sniff_librdkafka(tmp_path):
         assert sniff(str(path)).fmt == adapter
 
 
+def test_sniff_a_java_client_log_with_a_fencing_line_is_a_client_log(tmp_path):
+    """A producer-fencing line is counted by every text adapter (librdkafka_log.claims), but
+    it is not librdkafka's layout: a Java client log holding one stays a client log."""
+    sample = (FRAMING / "json-logstash-spring-kafka3703.log").read_text(encoding="utf-8")
+    path = tmp_path / "client.log"
+    # the Java producer's exception line, apache/kafka #3343
+    path.write_text("org.apache.kafka.common.errors.ProducerFencedException: Producer "
+                    "attempted an operation with an old epoch. Either there is a newer producer "
+                    "with the same transactionalId, or the producer's transaction has been "
+                    "expired by the broker.\n" + sample, encoding="utf-8")
+    assert sniff(str(path)).fmt == "client-log"
+
+
 def test_sniff_refuses_a_tie_and_an_empty_file(tmp_path):
     path = tmp_path / "both.log"
     path.write_text(KAFFE + "\n" + SPRING.splitlines()[1] + "\n")

@@ -8,7 +8,7 @@ The conversion is :func:`delivery_audit.adapters.convert`, the code `run` calls 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from .sniff import Sniffed, SniffError, sniff
 from .writer import LineAccount
 
 ERRORS_SHOWN = 5  # error rows listed per file in the summary
-ERRORS_KEPT = 100  # … and in the JSON summary
 
 
 class UsageError(ValueError):
@@ -75,9 +74,20 @@ class FileSummary:
     fmt: str
     why: str | None
     account: LineAccount
-    rows: int  # valid rows written
-    error_rows: int
-    errors: list[tuple[int, str]] = field(default_factory=list)  # the first (line, reason)
+
+    @property
+    def rows(self) -> int:
+        """Valid rows written."""
+        return self.account.rows - self.account.error_rows
+
+    @property
+    def error_rows(self) -> int:
+        return self.account.error_rows
+
+    @property
+    def errors(self) -> list[tuple[int, str]]:
+        """The first error rows' (line, reason)."""
+        return self.account.errors
 
     def to_json(self) -> dict[str, Any]:
         a = self.account
@@ -110,22 +120,6 @@ class ConvertResult:
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "files": [f.to_json() for f in self.files],
                 "total": self.total()}
-
-
-def _count_rows(path: str) -> tuple[int, int, list[tuple[int, str]]]:
-    """(valid rows, error rows, the first errors' (line, reason)) of a converted file."""
-    rows = errors = 0
-    found: list[tuple[int, str]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            obj = json.loads(line)
-            if "__error" in obj:
-                errors += 1
-                if len(found) < ERRORS_KEPT:
-                    found.append((obj.get("__line"), obj["__error"]))
-            else:
-                rows += 1
-    return rows, errors, found
 
 
 def choose_formats(fmt: str, source: str, files: list[str]) -> list[Sniffed]:
@@ -171,13 +165,11 @@ def run_convert(fmt: str, source: str, files: list[str], out: Path,
         picked = [i for i, c in enumerate(choices) if c.fmt == choice_fmt]
         accounts: list[LineAccount] = []
         sub = out if len(formats) == 1 else out / choice_fmt
-        written, _ = convert(choice_fmt, source, [files[i] for i in picked],
-                             [files[i] for i in picked], sub, config, accounts=accounts)
-        for i, path, account in zip(picked, written, accounts, strict=True):
-            rows, error_rows, errors = _count_rows(path)
+        convert(choice_fmt, source, [files[i] for i in picked],
+                [files[i] for i in picked], sub, config, accounts=accounts)
+        for i, account in zip(picked, accounts, strict=True):
             summaries.append(FileSummary(files[i], choice_fmt,
-                                         choices[i].reason if fmt == AUTO else None,
-                                         account, rows, error_rows, errors))
+                                         choices[i].reason if fmt == AUTO else None, account))
     order = {f: i for i, f in enumerate(files)}
     summaries.sort(key=lambda s: order[s.origin])
     return ConvertResult(source, summaries)

@@ -166,6 +166,11 @@ class Parsed:
     iso: str | None = None  # a binding's ISO time (Go's RFC 3339)
 
 
+def is_librdkafka_line(line: str) -> bool:
+    """Whether a line is in one of librdkafka's layouts (what sniffing looks for)."""
+    return bool(_CLAIM.search(line))
+
+
 def claims(line: str) -> bool:
     """Whether a line belongs to librdkafka (or is a producer fencing / abort line)."""
     return bool(_CLAIM.search(line) or _FENCING.search(line) or _ABORT.search(line))

@@ -1,5 +1,5 @@
 """Reading an adapter's input: a file's lines (gzip allowed, invalid UTF-8 an error row,
-never decoded lossily), a tool's JSON-object lines, and the values of a verifiable
+never decoded lossily), a JSON object of a line, and the values of a verifiable
 client's record (integer, key, sequence number).
 
 Adapters stream their input line by line; memory stays bounded by one line (plus, for
@@ -42,20 +42,6 @@ def open_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str]]:
                 w.error(n, f"not valid UTF-8 (byte offset {offset} of the line)", shown)
                 continue
             yield n, line
-
-
-def json_lines(path: str, w: RowWriter) -> Iterator[tuple[int, str, dict[str, Any]]]:
-    """(line number, text, object) of each JSON-object line of a tool's output; a blank line
-    is skipped, any other line becomes an error row."""
-    for n, line in open_lines(path, w):
-        if not line.strip():
-            w.skip(n, "blank")
-            continue
-        obj, why = json_object(line)
-        if obj is None:
-            w.error(n, why or "not a JSON object", line)
-            continue
-        yield n, line, obj
 
 
 def _no_constant(name: str) -> Any:

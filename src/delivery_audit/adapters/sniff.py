@@ -21,7 +21,7 @@ import zlib
 from dataclasses import dataclass
 
 from .framing import csv_layout, frame_text
-from .librdkafka_log import claims as librdkafka_claims
+from .librdkafka_log import is_librdkafka_line
 
 SNIFF_LINES = 200
 LIBRDKAFKA = "librdkafka"  # the adapter's name, when this version has one
@@ -31,7 +31,6 @@ _CONSUMER_NAMES = {"records_consumed", "record_data", "partitions_assigned",
                    "partitions_revoked", "offsets_committed"}
 _DUMP = re.compile(r"^(?:Dumping \S|baseOffset: \d|\| offset: \d|(?:Log )?[Ss]tarting offset: \d"
                    r"|offset: \d+ position: \d)")
-_RDKAFKA = re.compile(r"^%\d\|\d+\.\d+\|[A-Z_]+\|")
 # the broker's server.log: the group coordinator, or (a broker log without group lines yet)
 # the broker's own loggers
 _COORDINATOR = re.compile(r"GroupCoordinator|GroupMetadataManager|kafka\.coordinator\.group|"
@@ -115,7 +114,7 @@ def sniff(path: str, origin: str | None = None,
         if _DUMP.match(raw):
             hit("dump", f"{raw[:40]!r} (line {i + 1})")
             continue
-        if _RDKAFKA.match(raw) or librdkafka_claims(raw):
+        if is_librdkafka_line(raw):
             hit("rdkafka", f"{raw[:30]!r} (line {i + 1})")
             continue
         if _CONSOLE.search(raw) and "\t" in raw:

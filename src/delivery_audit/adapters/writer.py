@@ -43,6 +43,7 @@ class LineAccount:
     error_lines: int
     skipped: dict[str, int] = field(default_factory=dict)
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, reason), first 100
+    error_rows: int = 0  # rows that are error rows (``rows`` counts them too)
 
     @property
     def unaccounted(self) -> int:
@@ -105,7 +106,8 @@ class RowWriter:
 
     def account(self) -> LineAccount:
         return LineAccount(self.origin, str(self.path), self.lines, self.rows, self.recognised,
-                           self.error_lines, dict(self.skipped), list(self._errors))
+                           self.error_lines, dict(self.skipped), list(self._errors),
+                           self.errors)
 
     def row(self, line_no: int, **values: Any) -> None:
         unknown = set(values) - set(self.names)
