@@ -266,15 +266,13 @@ class ConnectBench:
               f"processes left: {left or 'none'}")
 
     def run(self, messages: int, data: Path, work: Path, label: str) -> dict:
-        from delivery_audit.spark import jobs_tagged
-
         wall, peak, report_dir = cold_cli_run(
             [*day_args(data), "--spark-remote", self.server.url, "--no-notify"],
             work / f"reports-connect-{messages}")
         report = json.loads((report_dir / "report.json").read_text())
         truth = json.loads((data / "truth.json").read_text())["anomalies"]
         counts = {k: v["count"] for k, v in report["anomalies"].items()}
-        jobs = jobs_tagged(self.server.ui_url, f"delivery-audit-{report['run']['run_id']}")
+        jobs = self.server.jobs_tagged(f"delivery-audit-{report['run']['run_id']}")
         row = {"messages": messages, "label": label, "wall": wall, "client_pss": peak,
                "jobs": len(jobs), "truth_ok": counts == truth,
                "session": report["run"].get("spark_session"),

@@ -499,6 +499,16 @@ class ConnectServer:
         return {"grpc": _port_open(self.port),
                 "apps": _json(f"{self.ui_url}/api/v1/applications")}
 
+    def jobs_tagged(self, tag: str, timeout: float = 10) -> list[dict]:
+        """The server's jobs that carry ``tag`` in one of their job tags (its UI's REST API):
+        a Connect client's tagged operations (delivery_audit.spark.JobCounter)."""
+        jobs: list[dict] = []
+        for app in _json(f"{self.ui_url}/api/v1/applications", timeout):
+            jobs += [j for j in _json(f"{self.ui_url}/api/v1/applications/{app['id']}/jobs",
+                                      timeout)
+                     if any(tag in t for t in j.get("jobTags", []))]
+        return jobs
+
     def stop(self, timeout: float = 30) -> list[int]:
         """Stop the server by its process group, then kill any process left with its marker.
         Returns the PIDs that needed the final SIGKILL."""

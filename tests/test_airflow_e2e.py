@@ -131,8 +131,6 @@ def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # no
     """The daily DAG with the spark_connect_conn_id Param: reconcile is a Spark Connect client
     of the test's server (no spark-submit, no JVM of its own); the report is the one the
     spark-submit run published for the same day, apart from the run metadata."""
-    from delivery_audit.spark import jobs_tagged
-
     host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
     env = _env(f"s3://{BUCKET}/daily-connect", s3_endpoint, day_data / "config.yaml",
                connect={"conn_type": "spark_connect", "host": host, "port": int(port)})
@@ -149,7 +147,7 @@ def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # no
     key = f"daily-connect/dt={DAY}/{WID}/report.json"
     report = json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
     assert report["run"]["spark_session"] == "connect"
-    jobs = jobs_tagged(connect_server.ui_url, f"delivery-audit-{report['run']['run_id']}")
+    jobs = connect_server.jobs_tagged(f"delivery-audit-{report['run']['run_id']}")
     assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="daily/")
             .get("Contents", [])}

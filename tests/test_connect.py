@@ -117,13 +117,11 @@ def test_the_engine_ran_on_the_connect_server(scenarios, connect_scenarios,
                                               connect_server):  # noqa: F811
     """Not a grep: the report says so, and the server's UI lists the audit's jobs (its
     operations carry the run's tag), as many as the classic session ran for the same input."""
-    from delivery_audit.spark import jobs_tagged
-
     run = connect_scenarios["report"]["run"]
     assert run["spark_session"] == "connect" and run["spark_master"] == "local[2]"
     assert run["spark_jobs"] is None  # no status tracker in a Connect client
     assert scenarios["classic"]["run"]["spark_session"] == "classic"
-    jobs = jobs_tagged(connect_server.ui_url, f"delivery-audit-{run['run_id']}")
+    jobs = connect_server.jobs_tagged(f"delivery-audit-{run['run_id']}")
     assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
     assert len(jobs) == scenarios["classic"]["run"]["spark_jobs"]
 

@@ -244,7 +244,8 @@ class JobCounter:
     debug level and stated in report.json). Classic sessions only: a Spark Connect client
     has no status tracker, so ``jobs`` stays None there; instead every operation it sends
     meanwhile carries the tag ``group`` (``SparkSession.addTag``), which the server's jobs
-    list among their ``jobTags`` (its UI's REST API, :func:`jobs_tagged`)."""
+    list among their ``jobTags`` (its UI's REST API: ``ConnectServer.jobs_tagged`` in
+    scripts/spark_daemons.py)."""
 
     def __init__(self, spark: SparkSession, group: str) -> None:
         self.spark, self.group = spark, group
@@ -285,22 +286,3 @@ class JobCounter:
         self.jobs = self.count()
         self._sc.setLocalProperty("spark.jobGroup.id", None)
         self._sc.setLocalProperty("spark.job.description", None)
-
-
-def jobs_tagged(ui_url: str, tag: str, timeout: float = 10) -> list[dict]:
-    """The jobs of a Spark driver (its UI's REST API, e.g. a Spark Connect server's
-    ``http://127.0.0.1:PORT``) that carry ``tag`` in one of their job tags: a Connect
-    client's tagged operations (:class:`JobCounter`). For the benchmark and the tests,
-    where the server's UI is reachable; not used by the audit."""
-    import json
-    import urllib.request
-
-    with urllib.request.urlopen(f"{ui_url}/api/v1/applications", timeout=timeout) as r:
-        apps = json.load(r)
-    jobs: list[dict] = []
-    for app in apps:
-        with urllib.request.urlopen(f"{ui_url}/api/v1/applications/{app['id']}/jobs",
-                                    timeout=timeout) as r:
-            jobs += [j for j in json.load(r)
-                     if any(tag in t for t in j.get("jobTags", []))]
-    return jobs
