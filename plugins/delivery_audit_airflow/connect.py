@@ -35,9 +35,7 @@ def connect_url(conn_id: str) -> str:
 
 def cli_args(plan: dict[str, Any]) -> list[str]:
     """``delivery-audit run``'s arguments for the plan (the job's, without ``--stage``)."""
-    args = job_args(plan, plan.get("config_file"), stage="all")
-    i = args.index("--stage")
-    return args[:i] + args[i + 2:]
+    return job_args(plan, plan.get("config_file"), stage=None)
 
 
 @contextlib.contextmanager

@@ -217,7 +217,8 @@ def grace_arg(minutes: float) -> str:
     return f"{int(minutes)}m" if float(minutes).is_integer() else f"{round(minutes * 60)}s"
 
 
-def job_args(plan: dict[str, Any], config_path: str | None, stage: str = "all") -> list[str]:
+def job_args(plan: dict[str, Any], config_path: str | None,
+             stage: str | None = "all") -> list[str]:
     """The reconcile job's command line (same arguments as ``delivery-audit run``)."""
     src = plan["sources"]
     args = ["--sends", src["sends"], "--broker", src["broker"], "--ledger", src["ledger"]]
@@ -232,5 +233,5 @@ def job_args(plan: dict[str, Any], config_path: str | None, stage: str = "all") 
     for group in plan.get("groups") or []:
         args += ["--group", group]
     # the DAG's alert task notifies; the job must not alert a second time
-    args += ["--out", plan["out"], "--stage", stage, "--no-notify"]
+    args += ["--out", plan["out"], *(["--stage", stage] if stage else []), "--no-notify"]
     return args
