@@ -170,7 +170,7 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "transactions",
         False,
-        ("detection.transactions:open_transactions",
+        ("detection.transactions:per_transaction",
          "detection.transactions:hanging_transaction"),
         "an open transaction older than transaction_timeout_ms at the partition's last "
         "record: it pins the last stable offset",

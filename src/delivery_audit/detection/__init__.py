@@ -129,8 +129,10 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
         .unionByName(delivery_states.states_pass(pairs, sla)))
     names = [f.name for f in ANOMALY_SCHEMA.fields]
-    txn_anomalies = [transactions.hanging_rows(outcomes, config, window, facts)] \
-        if facts.transactional else []
+    # one aggregation per transaction, read by the hanging ones and the report's table
+    txns = transactions.per_transaction(outcomes, facts) if facts.transactional else None
+    txn_anomalies = [] if txns is None else [
+        transactions.hanging_rows(txns, config, window, facts)]
     anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
         routes.of_kind(pass2, keyed.A),
         write_side.first_move(routes.of_kind(pass2, keyed.K)),
@@ -140,8 +142,8 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
         *txn_anomalies,
     )]))
-    txn_facts = [outputs.transaction_facts(transactions.summary_table(outcomes, facts))] \
-        if facts.transactional else []
+    txn_facts = [] if txns is None else [
+        outputs.transaction_facts(transactions.summary_table(txns))]
     facts_rows = reduce(DataFrame.unionByName, [
         outputs.judged(identities),
         outputs.state_counts(routes.of_kind(pass3, consumer.ST)),

@@ -147,10 +147,11 @@ def transactions(leaf: DataFrame) -> DataFrame:
                     "records", "first_offset", "last_offset", "first_ts", "epoch")
 
 
-def open_transactions(leaf: DataFrame) -> DataFrame:
-    """The open transactions (rule 21: data rows no marker of their pid follows), one per
-    (topic, partition, pid): :func:`transactions` of the open rows."""
-    return transactions(leaf.filter(F.col("txn") == "open"))
+def per_transaction(leaf: DataFrame, facts: Facts) -> DataFrame:
+    """:func:`transactions` with ``last_ms``, the partition's last record timestamp: one
+    aggregation that both the hanging transactions and the report's table read (the open
+    ones, rule 21: data rows no marker of their pid follows, are ``outcome = 'open'``)."""
+    return S.select(transactions(leaf), "*", _last_ms(facts).alias("last_ms"))
 
 
 def _last_ms(facts: Facts) -> X:
@@ -169,7 +170,7 @@ def hanging_transaction(config: AuditConfig, window: AuditWindow, facts: Facts
                         ) -> tuple[X, X]:
     """An open transaction whose first record's timestamp lies more than
     ``transaction_timeout_ms`` before the partition's last record timestamp, judged by that
-    first timestamp (rules 24, 25); on :func:`open_transactions`' rows (with ``last_ms``)."""
+    first timestamp (rules 24, 25); on :func:`per_transaction`'s open rows."""
     age = S.fn("unix_millis", S.col("first_ts"))
     age = S.col("last_ms") - age
     judged = ((S.col("first_ts") >= _naive(window.start))
@@ -189,19 +190,19 @@ def hanging_transaction(config: AuditConfig, window: AuditWindow, facts: Facts
                            attempts="records", detail=detail))
 
 
-def hanging_rows(leaf: DataFrame, config: AuditConfig, window: AuditWindow,
+def hanging_rows(txns: DataFrame, config: AuditConfig, window: AuditWindow,
                  facts: Facts) -> DataFrame:
-    """hanging_transaction's anomaly rows."""
+    """hanging_transaction's anomaly rows, from :func:`per_transaction`'s rows."""
     cond, row = hanging_transaction(config, window, facts)
-    opened = S.select(open_transactions(leaf), "*", _last_ms(facts).alias("last_ms"))
+    opened = txns.filter(F.col("outcome") == "open")
     return S.select(opened.filter(cond.sql), row.alias("_a")).selectExpr("_a.*")
 
 
-def summary_table(leaf: DataFrame, facts: Facts) -> DataFrame:
-    """Per (topic, partition) with transactions: transactions and records per outcome,
-    and the open transactions (pid, epoch, first and last offset, first timestamp, records,
-    age at the partition's last record): the report's ``transactions`` section."""
-    txns = S.select(transactions(leaf), "*", _last_ms(facts).alias("last_ms"))
+def summary_table(txns: DataFrame) -> DataFrame:
+    """Per (topic, partition) with transactions, from :func:`per_transaction`'s rows:
+    transactions and records per outcome, and the open transactions (pid, epoch, first and
+    last offset, first timestamp, records, age at the partition's last record): the report's
+    ``transactions`` section."""
     counted = []
     for outcome in ("committed", "aborted", "open"):
         counted += [
