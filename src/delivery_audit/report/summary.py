@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..anomalies import ABORTED_READ_CAUSES, ANOMALIES, DUP_WRITE_CAUSES, REDELIVERY_CAUSES, STATES
+from ..core.timefmt import iso_z_ms
 
 SCHEMA_VERSION = "1.0"
 
@@ -97,11 +98,7 @@ MAX_OPEN_LISTED = 100  # open transactions listed per partition (the rest counte
 
 
 def _iso_ms(ms: int | None) -> str | None:
-    from datetime import UTC, datetime
-
-    from ..core.timefmt import iso_z
-
-    return None if ms is None else iso_z(datetime.fromtimestamp(ms / 1000, UTC))
+    return None if ms is None else iso_z_ms(ms)
 
 
 def build_transactions(rows: list[dict[str, Any]], timeout_ms: int,

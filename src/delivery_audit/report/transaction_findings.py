@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..remediation.commands import abort_command, find_hanging_command
 from .digest import Digest
-from .findings import SECTION, Clock, Finding, iso, n, plural, seconds
+from .findings import SECTION, Clock, Finding, iso, ms_of, n, plural, seconds
 from .transactions import evidence
 
 TOLD: frozenset[str] = frozenset(
@@ -150,7 +150,7 @@ def hanging(d: Digest, clock: Clock) -> list[Finding]:
     told = []
     for e in rows[:EXAMPLES]:
         age = f" open for {seconds(e['age_ms'])}" if e.get("age_ms") is not None else " open"
-        since = f" since {clock(iso_ms(e['ts']))}" if e.get("ts") else ""
+        since = f" since {clock(ms_of(e['ts']))}" if e.get("ts") else ""
         records = f"{plural(int(e['records']), 'record')} " if e.get("records") else ""
         told.append(f"{_tp(e)}: {_pid(e)}, {records}from offset {e['first_offset']}{age}"
                     f"{since}")
@@ -171,12 +171,6 @@ def hanging(d: Digest, clock: Clock) -> list[Finding]:
         f"the partition's last record, longer than transaction_timeout_ms: "
         f"{'; '.join(told)}{more}. Each pins its partition's last stable offset at its first "
         f"offset: read_committed consumers read no further until it ends.", fix)]
-
-
-def iso_ms(value: Any) -> int | None:
-    from .findings import ms_of
-
-    return ms_of(value)
 
 
 # ------------------------------------------------------------------------ zombie writes

@@ -35,12 +35,10 @@ TXN_ANOMALIES: tuple[str, ...] = (
 MAX_ROWS_SHOWN = 50  # evidence rows per anomaly on the page
 
 _PID_EPOCH = re.compile(r"\bpid (-?\d+) epoch (-?\d+|\?)")
-_NEWER = re.compile(r"written after epoch (-?\d+) at offset (-?\d+)")
+_NEWER = re.compile(r"written after epoch (-?\d+)")
 _OUTCOME = re.compile(r"\(transaction (\w+)\)")
 _SOURCE = re.compile(r"; isolation \w+ \(([^)]*)\)")
-_DELAY = re.compile(r"first processed (-?\d+) ms")
 _SLA = re.compile(r"latency_sla_ms (\d+)")
-_AGE = re.compile(r"open for (-?\d+) ms")
 
 
 def _int(m: re.Match | None, i: int = 1) -> int | None:
@@ -49,8 +47,11 @@ def _int(m: re.Match | None, i: int = 1) -> int | None:
     return int(m.group(i))
 
 
-def _ms(value: Any) -> int | None:
-    return epoch_ms(value) if value is not None else None
+def _span_ms(row: dict[str, Any]) -> int | None:
+    """``related_ts − ts`` in ms: a hanging transaction's age (its first record to the
+    partition's last), a late delivery's delay (the judging time to the first processing)."""
+    start, end = epoch_ms(row.get("ts")), epoch_ms(row.get("related_ts"))
+    return None if start is None or end is None else end - start
 
 
 def _iso(value: Any) -> str | None:
@@ -77,23 +78,16 @@ def evidence(row: dict[str, Any]) -> dict[str, Any]:
         out.update(marker_offset=row.get("related_offset"), isolation=row.get("cause"),
                    isolation_from=source.group(1) if source else None)
     elif name == "hanging_transaction":
-        age = _int(_AGE.search(detail))
-        if age is None and row.get("ts") is not None and row.get("related_ts") is not None:
-            age = _ms(row["related_ts"]) - _ms(row["ts"])  # type: ignore[operator]
         out.update(first_offset=row.get("offset"), last_offset=row.get("related_offset"),
-                   records=row.get("attempts"), age_ms=age,
+                   records=row.get("attempts"), age_ms=_span_ms(row),
                    last_record_ts=_iso(row.get("related_ts")))
     elif name == "zombie_write":
         newer = _NEWER.search(detail)
         outcome = _OUTCOME.search(detail)
-        out.update(newer_epoch=_int(newer), newer_offset=_int(newer, 2)
-                   if newer else row.get("related_offset"),
+        out.update(newer_epoch=_int(newer), newer_offset=row.get("related_offset"),
                    outcome=outcome.group(1) if outcome else None)
     elif name == "late_delivery":
-        delay = _int(_DELAY.search(detail))
-        if delay is None and row.get("ts") is not None and row.get("related_ts") is not None:
-            delay = _ms(row["related_ts"]) - _ms(row["ts"])  # type: ignore[operator]
-        out.update(delay_ms=delay, sla_ms=_int(_SLA.search(detail)),
+        out.update(delay_ms=_span_ms(row), sla_ms=_int(_SLA.search(detail)),
                    processed_ts=_iso(row.get("related_ts")))
     return out
 
