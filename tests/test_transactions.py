@@ -182,6 +182,7 @@ def test_transactions_section(result):
     recent = next(t for t in report if t["topic"] == "hang-recent")
     assert recent["oldest_open_age_ms"] == 30_000
     assert recent["open_transactions"][0]["hanging"] is False
+    assert (old["hanging_transactions"], recent["hanging_transactions"]) == (1, 0)
     assert next(t for t in report if t["topic"] == "markers")["last_stable_offset"] is None
 
 

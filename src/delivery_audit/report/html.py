@@ -465,7 +465,9 @@ def _transactions(report: dict) -> list[dict]:
             "oldest_open": _ms(t.get("oldest_open_age_ms"))
             if t.get("oldest_open_age_ms") is not None else "–",
             "last_record_ts": t.get("last_record_ts"),
-            "hanging": sum(1 for o in opened if o.get("hanging")),
+            # all of the partition's, not only the listed ones (report.json lists 100)
+            "hanging": int(t.get("hanging_transactions")
+                           or sum(1 for o in opened if o.get("hanging"))),
             "open_rows": [{"pid": o.get("pid"), "epoch": _num(o.get("producer_epoch")),
                            "first_offset": o.get("first_offset"),
                            "last_offset": o.get("last_offset"), "records": _num(o.get("records")),

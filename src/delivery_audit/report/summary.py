@@ -129,6 +129,7 @@ def build_transactions(rows: list[dict[str, Any]], timeout_ms: int,
             "last_record_ts": _iso_ms(r.get("last_ms")),
             "last_stable_offset": min((o["first_offset"] for o in opened), default=None),
             "oldest_open_age_ms": max(ages, default=None),
+            "hanging_transactions": sum(1 for o in opened if o["hanging"]),
             "open_transactions": opened[:MAX_OPEN_LISTED],
         })
     return out
