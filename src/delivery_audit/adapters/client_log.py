@@ -60,6 +60,9 @@ _PARTITION_EVENTS = [
     ("assigned", re.compile(r"(?:Adding|Setting) newly assigned partitions:?\s*(?P<l>.*)")),
     ("assigned", re.compile(r"partitions assigned:\s*(?P<l>.*)")),
 ]
+# Spring Kafka 2.3+ (AbstractMessageListenerContainer) names the group before its wording:
+# "order-app-group: partitions assigned: [orders-0]" ("null" without a group.id)
+_SPRING_GROUP = re.compile(r"(?:^|\s)(?P<g>[^\s:]+): partitions (?:revoked|assigned|lost):")
 # 2.0+ "Synchronous|Asynchronous auto-commit of offsets {…} failed: …"; 0.10.1–1.0
 # "Auto-commit of offsets {…} failed for group G: …"
 _AUTO_COMMIT = re.compile(r"(?:(?:Synchronous|Asynchronous) auto|Auto)-commit of offsets "
@@ -192,7 +195,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                     last_ts = ts
                 thread, complete = _thread(rest)
                 last_thread = (thread, complete)
-            group, member, _how = ctx.who(rest, thread, complete)
+            group, member, how = ctx.who(rest, thread, complete)
             if _READ_ONLY.search(rest):
                 w.recognise(n)
                 continue
@@ -209,6 +212,12 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             if ts is None:
                 w.error(n, "no timestamp on the line or before it", line)
                 continue
+            if thread is not None and events[0].get("echo") and all(
+                    abs(ts - ctx.by_thread.get(_thread_key(thread, ev), -10**18)) <= _DEDUP_MS
+                    for ev in events):  # Spring's echo, naming its group, of the client's line
+                w.count("duplicate_log_events")
+                w.skip(n, "duplicate_log_event")
+                continue
             if not group and not any(ev.get("group") for ev in events):
                 if thread is not None and all(
                         abs(ts - ctx.by_thread.get(_thread_key(thread, ev), -10**18)) <= _DEDUP_MS
@@ -222,6 +231,8 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 w.error(n, _NO_GROUP.format(why=why), line)
                 continue
             for ev in events:
+                if ev.get("echo") and ev["group"] != group and how == "thread":
+                    member = ctx.default_member  # the thread's client is of another group
                 group = ev.get("group") or group
                 if ev["event"] == "joined_group" and ev.get("generation") is not None:
                     ctx.generation[(group, member)] = ev["generation"]
@@ -277,7 +288,10 @@ def _events(text: str) -> list[dict] | None:
         m = rx.search(text)
         if m:
             parts = partitions_of(m.group("l"))
-            return [{"event": event, "topic": t, "partition": p} for t, p in parts]
+            spring = _SPRING_GROUP.search(text)
+            named = spring.group("g") if spring and spring.group("g") != "null" else None
+            return [{"event": event, "topic": t, "partition": p,
+                     **({"group": named, "echo": True} if named else {})} for t, p in parts]
     if _POLL_TIMEOUT.search(text):
         return [{"event": "left_group", "detail": "poll timeout"}]
     m = _EVICTED.search(text)

@@ -48,7 +48,9 @@ Member ids are the coordinator's (client id + "-" + UUID). By default
 (``adapters.member_uuid: strip``) the UUID is removed so the id matches the client id used
 by ledgers and client logs, unless that would merge two members alive at once (several
 ``console-consumer-<uuid>`` members, two hosts sharing a ``client.id``): the later one
-keeps its full id (or ``client-id@host`` when the line gives ``clientHost``). The full id
+keeps its full id (or ``client-id@host`` when the line gives ``clientHost``). A client id
+that a library gives every process (librdkafka's ``rdkafka``, ``sarama``, ``kafkajs``,
+``kafka-python-<version>``) names no consumer: ``rdkafka-<uuid>`` stays whole. The full id
 is always in the detail. Other lines are skipped (``unrelated_log_line``); the same member
 event repeated within a second (a join announced twice) is skipped as
 ``duplicate_log_event``.
@@ -126,6 +128,10 @@ _LEAVE_REQUEST = re.compile(r"explicit `LeaveGroup` request for \((?P<list>[^)]*
 _PENDING_SYNC = " on pending sync request expiration"
 _LOGGER_TAIL = re.compile(r"\((?:kafka|org)\.[\w.$]++\)\s*+$")
 _HOST = re.compile(r"^/")
+# client ids that every process of a client library shares by default (librdkafka's
+# "rdkafka", Sarama's, kafkajs', kafka-python's "kafka-python-<version>"): without the UUID
+# they name no consumer, so the member keeps its full id (the UUID's owner)
+_SHARED_CLIENT_ID = re.compile(r"^(?:rdkafka|sarama|kafkajs|kafka-python-\d[\w.]*)$")
 
 
 def _reason(text: str) -> str | None:
@@ -301,11 +307,16 @@ class _Members:
         """(member id, a note when the id is not the plain client id)."""
         if (group, full) in self.names:
             name = self.names[(group, full)]
+            if name == full and _SHARED_CLIENT_ID.match(_UUID.sub("", full)):
+                return name, None
             return name, None if name == _UUID.sub("", full) else "kept distinct"
         base = _UUID.sub("", full)
         if self.keep or base == full:
             self.names[(group, full)] = full
             return full, None
+        if _SHARED_CLIENT_ID.match(base):
+            self.names[(group, full)] = full
+            return full, f"kept whole: {base} is the client library's default client id"
         holder = self.holder.get((group, base))
         if holder is None or holder == full:
             self.holder[(group, base)] = full
