@@ -144,20 +144,40 @@ class _State:
         self.topic, self.partition = opts.topic, opts.partition
         self.batch: _Batch | None = None
         self.not_a_log = False
+        # batches without record lines, not yet reported: (line, raw, base, last offset)
+        self.shallow: list[tuple[int, str, int | None, int | None]] = []
 
 
 def _close_batch(st: _State, w: RowWriter) -> None:
-    """End the current batch: a batch line that no record line followed is an error (its
-    records exist but are not listed)."""
+    """End the current batch: a batch line that no record line followed (a dump without
+    --deep-iteration) joins the run of such batches, reported once (_report_shallow)."""
     b = st.batch
     st.batch = None
-    if b is None or b.records:
+    if b is not None and not b.records:
+        st.shallow.append((b.line, b.raw, b.base_offset, b.last_offset))
+
+
+def _report_shallow(st: _State, w: RowWriter) -> None:
+    """One error row for a run of batches printed without their records (a whole dump made
+    without --deep-iteration is one mistake, not one per batch): on its first batch line,
+    naming the flag; its other batch lines are skipped as ``batch_without_records``."""
+    run, st.shallow = st.shallow, []
+    if not run:
         return
-    span = (f"offsets {b.base_offset}–{b.last_offset}"
-            if b.base_offset is not None and b.last_offset is not None else "a batch")
-    w.error(b.line, f"batch of {span} without record lines (a dump without "
-                    "--deep-iteration): its records cannot be listed; dump with "
-                    "--deep-iteration --print-data-log", b.raw)
+    first, raw, lo, _ = run[0]
+    hi = run[-1][3]
+    if len(run) == 1:
+        span = f"offsets {lo}–{hi}" if lo is not None and hi is not None else "a batch"
+        w.error(first, f"batch of {span} without record lines (a dump without "
+                       "--deep-iteration): its records cannot be listed; dump with "
+                       "--deep-iteration --print-data-log", raw)
+        return
+    span = f" (offsets {lo}–{hi})" if lo is not None and hi is not None else ""
+    w.error(first, f"{len(run)} batches{span} without record lines, lines {first}–{run[-1][0]} "
+                   "(a dump without --deep-iteration): their records cannot be listed; dump "
+                   "with --deep-iteration --print-data-log", raw)
+    for line, *_ in run[1:]:
+        w.skip(line, "batch_without_records")
 
 
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
@@ -166,6 +186,7 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
         with w.guard(n, line):
             _line(n, line, st, w, opts)
     _close_batch(st, w)
+    _report_shallow(st, w)
 
 
 def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
@@ -176,6 +197,7 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
     m = _DUMPING.match(text)
     if m:
         _close_batch(st, w)
+        _report_shallow(st, w)
         dumped = m.group("path").strip()
         st.not_a_log = dumped.lower().endswith(_NOT_A_LOG)
         if st.not_a_log:
@@ -205,6 +227,7 @@ def _line(n: int, line: str, st: _State, w: RowWriter, opts: Options) -> None:
         return
     record = text[1:].lstrip() if text.startswith("|") else text
     batch = st.batch
+    _report_shallow(st, w)  # earlier batches without record lines: reported before this line
     if not record.startswith("offset:"):
         if record.startswith(("key:", "payload:")):
             w.error(n, "record line without its offset (dumped with --skip-record-metadata): "
