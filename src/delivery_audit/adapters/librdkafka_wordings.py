@@ -28,6 +28,11 @@ _LOST = re.compile(r'Group "[^"]*": current assignment of (?P<n>\d+) partition\(
                    r"(?P<why>.*)")
 _COMMITFAIL = re.compile(r"Offset commit \((?P<how>[^)]*)\) failed for (?P<k>\d+)/(?P<n>\d+) "
                          r"partition\(s\)(?: in join-state (?P<js>\S+))?: (?P<rest>.*)")
+# the commit's response (COMMIT, debug): "OffsetCommit for N partition(s)[ in join-state S]: R:
+# returned: E" (E "Success", "Local: No offset stored" when nothing was stored, or an error)
+_COMMIT_RESULT = re.compile(r"OffsetCommit for (?P<n>-?\d+) partition\(s\)(?: in join-state "
+                            r"(?P<js>\S+))?: (?P<how>.*?): returned: (?P<err>.*?)\s*$")
+_COMMIT_OK = ("Success", "Local: No offset stored", "No offset stored")
 # list_str: "t[0]@5(err)" (1.x) / "t(topic-id)[0]@5(err)" (2.x)
 _LIST_ITEM = re.compile(r"(?<![^\s,\[\]()])(?P<t>[^\s,\[\]()]+)(?:\((?:[^()]|\([^()]*\))*\))?"
                         r"\[(?P<p>\d+)\](?:@(?P<o>-?\d+))?(?:\((?P<err>[^()]*)\))?")
@@ -64,6 +69,7 @@ class Member:
     left: tuple[str, tuple[str, str] | None] | None = None
     lost: int | None = None  # partitions just lost (the revoke that follows tells the app)
     unplaced: str | None = None  # a MAXPOLL without group: the cause of the LEAVE that follows
+    commit_failed: str | None = None  # the error of a COMMIT failure: its COMMITFAIL repeats it
 
 
 def wording(msg: str, m: Member, inst: str | None) -> list[dict] | None:
@@ -109,11 +115,26 @@ def wording(msg: str, m: Member, inst: str | None) -> list[dict] | None:
         return [{"event": "lost", "count": count, "incremental": False,
                  "detail": detail(f"assignment of {count} partition(s) lost: "
                                   f"{_short(x.group('why'), 200)}")}]
+    x = _COMMIT_RESULT.search(msg)
+    if x:
+        err = x.group("err").strip()
+        if err in _COMMIT_OK:  # committed, or nothing to commit: no event (no offsets named)
+            m.commit_failed = None
+            return None
+        m.commit_failed = err
+        if m.left is not None:  # the commit of a member that has left: its leave is written
+            return []
+        return [{"event": "commit_failed",
+                 "detail": detail(f"offset commit ({x.group('how')}) failed for "
+                                  f"{x.group('n')} partition(s): {_short(err, 200)}")}]
     x = _COMMITFAIL.search(msg)
     if x:
         rest = x.group("rest")
         items = list(_LIST_ITEM.finditer(rest))
         err = rest[:items[0].start()].rstrip(": ").strip() if items else rest.strip()
+        repeated, m.commit_failed = m.commit_failed, None
+        if repeated is not None and (repeated == err or repeated in rest):
+            return []  # the warning of the failure its COMMIT line told
         out = []
         for it in items:
             offset = int(it.group("o")) if it.group("o") is not None else None
