@@ -34,6 +34,11 @@ _KUBECTL = re.compile(r"^\[pod/[^\s/\]]+/[^\s\]]+\] ")
 _MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
 _HOST_TAG = r" (?P<host>[A-Za-z][\w.-]*) [A-Za-z][\w./-]*(?:\[\d+\])?: ?"
 _SYSLOG_BSD = re.compile(rf"^(?:{_MONTHS}) [ \d]\d (?P<time>\d\d:\d\d:\d\d){_HOST_TAG}")
+# a BSD header whose sender wrote no tag ("Oct 14 00:14:53 pjnsj [thread]…", reactor-kafka#181):
+# tried after the tagged form; whole seconds then a space, so a time with a fraction
+# ("Jan 18 00:47:06.807 WARN …", a subscriber's own prefix) is not taken for it
+_SYSLOG_BSD_BARE = re.compile(rf"^(?:{_MONTHS}) [ \d]\d (?P<time>\d\d:\d\d:\d\d) "
+                              r"(?P<host>[A-Za-z0-9][\w.-]*) (?=\S)")
 _SYSLOG_5424 = re.compile(r"^(?P<time>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
                           rf"(?:Z|[+-]\d{{2}}:\d{{2}})){_HOST_TAG}")
 _OUTER_TS = re.compile(rf"^(?P<time>{ISO})\s+")
@@ -116,6 +121,9 @@ def _outer_time(line: str) -> tuple[str | None, int] | None:
     """An outer timestamp prefix: (its ISO time, or None when it cannot be read; where the
     rest starts), or None when the line has none."""
     m = _SYSLOG_BSD.match(line) or _SYSLOG_5424.match(line)
+    if m and m.group("host").upper() not in _LEVELS:
+        return m.group("time"), m.end()
+    m = _SYSLOG_BSD_BARE.match(line)
     if m and m.group("host").upper() not in _LEVELS:
         return m.group("time"), m.end()
     m = _OUTER_TS.match(line)
