@@ -31,6 +31,7 @@ duplicate_log_events). Every other line is skipped (counted as skipped_lines).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from . import librdkafka_log
 from .clock import LogClock
@@ -96,6 +97,9 @@ _READ_ONLY = re.compile(r"Heartbeat session expired, marking coordinator dead|Re
                         r"group due to: ")
 _JOINED = re.compile(r"Successfully joined group(?: (?P<g>\S+))? with generation "
                      r"(?:Generation\{generationId=(?P<gen1>-?\d+)|(?P<gen2>-?\d+))")
+# kafka-python's maybe_leave_group: "Leaving consumer group (G)." (after "Heartbeat poll
+# expired, leaving group", on close)
+_PY_LEAVING = re.compile(r"Leaving consumer group \((?P<g>[^()\s]+)\)")
 _DEDUP_MS = 1_000
 # (?<!\s): tried once per run of spaces, not from each of them (a line padded with a
 # million spaces would take minutes)
@@ -178,8 +182,11 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     ctx = _Context(opts, origin)
     last_ts: int | None = None
     last_thread: tuple[str | None, bool] = (None, False)
+    pending: _Pending | None = None
     # librdkafka lines (%7|…|FAC|rdkafka#consumer-1| …) go to adapters/librdkafka_log.py
     for n, line in librdkafka_log.hand_off(framed_lines(path, w), origin, w, opts):
+        if pending is not None and n > pending.n + 1:  # only its next line can name it
+            pending = _flush(pending, w)
         with w.guard(n, line):
             if not line.strip():
                 w.skip(n, "blank")
@@ -212,6 +219,14 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
             if ts is None:
                 w.error(n, "no timestamp on the line or before it", line)
                 continue
+            if pending is not None:
+                named = events[0].get("group") if events[0]["event"] == "left_group" else None
+                if named and ts - pending.ts <= _DEDUP_MS:  # the held leave, its group named
+                    _write(ctx, w, pending.n, pending.ts, pending.events, named, pending.member,
+                           "leave", pending.thread)
+                    pending = None
+                else:
+                    pending = _flush(pending, w)
             if thread is not None and events[0].get("echo") and all(
                     abs(ts - ctx.by_thread.get(_thread_key(thread, ev), -10**18)) <= _DEDUP_MS
                     for ev in events):  # Spring's echo, naming its group, of the client's line
@@ -228,31 +243,63 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
                 why = ""
                 if thread and not complete:
                     why = f" and its thread name [{thread}] may be cut short"
-                w.error(n, _NO_GROUP.format(why=why), line)
+                if pending is not None:
+                    pending = _flush(pending, w)
+                if events[0]["event"] == "left_group" and events[0].get("detail") == "poll timeout":
+                    pending = _Pending(n, line, ts, events, member, thread, why)
+                else:
+                    w.error(n, _NO_GROUP.format(why=why), line)
                 continue
-            for ev in events:
-                if ev.get("echo") and ev["group"] != group and how == "thread":
-                    member = ctx.default_member  # the thread's client is of another group
-                group = ev.get("group") or group
-                if ev["event"] == "joined_group" and ev.get("generation") is not None:
-                    ctx.generation[(group, member)] = ev["generation"]
-                gen = ev.get("generation", ctx.generation.get((group, member)))
-                dedup_key = (group, member, ev["event"], ev.get("topic"), ev.get("partition"),
-                             ev.get("offset"))
-                if thread is not None:
-                    ctx.by_thread[_thread_key(thread, ev)] = ts
-                seen = ctx.recent.get(dedup_key)
-                if seen is not None and abs(ts - seen) <= _DEDUP_MS:
-                    w.count("duplicate_log_events")
-                    w.skip(n, "duplicate_log_event")
-                    continue
-                ctx.recent[dedup_key] = ts
-                w.row(n, group_id=group, member_id=member, ts=ts, event=ev["event"],
-                      topic=ev.get("topic"), partition=ev.get("partition"), offset=ev.get("offset"),
-                      generation=gen, detail=ev.get("detail"))
-            if len(ctx.recent) > 10_000:
-                ctx.recent = {k: v for k, v in ctx.recent.items() if ts - v <= _DEDUP_MS}
-                ctx.by_thread = {k: v for k, v in ctx.by_thread.items() if ts - v <= _DEDUP_MS}
+            _write(ctx, w, n, ts, events, group, member, how, thread)
+    if pending is not None:
+        _flush(pending, w)
+
+
+@dataclass
+class _Pending:
+    """A poll-timeout leave naming no group, held for one line: kafka-python announces the
+    same leave next with its group ("Leaving consumer group (G)."), else an error row."""
+
+    n: int
+    line: str
+    ts: int
+    events: list[dict]
+    member: str
+    thread: str | None
+    why: str
+
+
+def _flush(p: _Pending, w: RowWriter) -> None:
+    w.error(p.n, _NO_GROUP.format(why=p.why), p.line)
+    return None
+
+
+def _write(ctx: _Context, w: RowWriter, n: int, ts: int, events: list[dict], group: str | None,
+           member: str, how: str, thread: str | None) -> None:
+    """Write a line's events (each once: an event repeated within 1 s is a duplicate)."""
+    for ev in events:
+        if ev.get("echo") and ev["group"] != group and how == "thread":
+            member = ctx.default_member  # the thread's client is of another group
+        group = ev.get("group") or group
+        if ev["event"] == "joined_group" and ev.get("generation") is not None:
+            ctx.generation[(group, member)] = ev["generation"]
+        gen = ev.get("generation", ctx.generation.get((group, member)))
+        dedup_key = (group, member, ev["event"], ev.get("topic"), ev.get("partition"),
+                     ev.get("offset"))
+        if thread is not None:
+            ctx.by_thread[_thread_key(thread, ev)] = ts
+        seen = ctx.recent.get(dedup_key)
+        if seen is not None and abs(ts - seen) <= _DEDUP_MS:
+            w.count("duplicate_log_events")
+            w.skip(n, "duplicate_log_event")
+            continue
+        ctx.recent[dedup_key] = ts
+        w.row(n, group_id=group, member_id=member, ts=ts, event=ev["event"],
+              topic=ev.get("topic"), partition=ev.get("partition"), offset=ev.get("offset"),
+              generation=gen, detail=ev.get("detail"))
+    if len(ctx.recent) > 10_000:
+        ctx.recent = {k: v for k, v in ctx.recent.items() if ts - v <= _DEDUP_MS}
+        ctx.by_thread = {k: v for k, v in ctx.by_thread.items() if ts - v <= _DEDUP_MS}
 
 
 def _thread_key(thread: str, ev: dict) -> tuple:
@@ -301,6 +348,9 @@ def _events(text: str) -> list[dict] | None:
     if _SESSION_EXPIRED.search(text):
         return [{"event": "left_group", "detail": "session timeout (seen by the client: "
                  "heartbeat session expired)"}]
+    m = _PY_LEAVING.search(text)
+    if m:
+        return [{"event": "left_group", "detail": "LeaveGroup", "group": m.group("g")}]
     m = _LEAVE.search(text)
     if m:
         why = (m.group("why") or "").strip().rstrip(".")

@@ -200,6 +200,10 @@ def frame_text(line: str) -> Framed:
         line = _ANSI.sub("", line)
     if not line.strip():
         return Framed(line)
+    if line.startswith("**") and LOG_START.match(line[2:]):
+        # a paste made bold in a GitHub issue ("**2024-07-30 11:06:58,309 - WARNING - …" …
+        # "…(group)**", kafka-images#343): the markers are the page's, not the log's
+        line = line[2:].removesuffix("**")
     if line[0] == "[" and not line.startswith("[pod/"):
         inner, outer = line, None  # "[2024-…] …": no prefix to look for
     else:
