@@ -307,3 +307,32 @@ def test_a_prefix_without_group_takes_adapters_group(tmp_path):
     rows = _rows(tmp_path, "client-log", text, {"group": "manual"}, name="app.log")
     assert [(r["group_id"], r["member_id"], r["event"]) for r in rows] == [
         ("g", "c2", "revoked"), ("manual", "c1", "commit_failed")]
+
+
+# kafka-images#343's kafka-python line, in two layouts that print the thread: kafka-python's
+# HeartbeatThread, which logs it, is named group_id + '-heartbeat' (kafka/coordinator/base.py,
+# 1.4+); python-json-logger writes the format's fields as JSON keys (asctime, threadName)
+POLL_EXPIRED = "Heartbeat poll expired, leaving group"
+PY_THREAD = f"2024-07-30 11:06:58,309 [os_ai_req_grp_3-heartbeat] WARNING - {POLL_EXPIRED}"
+PY_JSON = json.dumps({"asctime": "2024-07-30 11:06:58,309", "threadName": "os_ai_req_grp_3-heartbeat",
+                      "levelname": "WARNING", "message": POLL_EXPIRED})
+
+
+@pytest.mark.parametrize("line", [PY_THREAD, PY_JSON])
+def test_a_heartbeat_thread_names_its_group(tmp_path, line):
+    rows = _rows(tmp_path, "client-log", line, name="worker.log")
+    assert [(r["event"], r["group_id"], r["member_id"], r["ts"], r["detail"]) for r in rows] == [
+        ("left_group", "os_ai_req_grp_3", "worker", 1722337618309, "poll timeout")]
+
+
+def test_spring_group_prefix_and_the_clients_line_are_one_event(tmp_path):
+    # hifly81/kafka-spring-demo's Spring line after the client's own line for the same
+    # assignment (Spring Kafka 2.3+ logs '<group>: partitions assigned: …' in its callback,
+    # on the same thread, right after the client's 'Adding newly assigned partitions')
+    text = ("2023-11-14 12:31:08.340  INFO 58556 --- [ntainer#0-0-C-1] o.a.k.c.c.internals.ConsumerCoordinator  : "
+            "[Consumer clientId=consumer-order-app-group-1, groupId=order-app-group] Adding newly assigned partitions: orders-0\n"
+            "2023-11-14 12:31:08.348  INFO 58556 --- [ntainer#0-0-C-1] o.s.k.l.KafkaMessageListenerContainer    : "
+            "order-app-group: partitions assigned: [orders-0]")
+    rows = _rows(tmp_path, "client-log", text, name="app.log")
+    assert [(r["__line"], r["event"], r["group_id"], r["member_id"]) for r in rows] == [
+        (1, "assigned", "order-app-group", "consumer-order-app-group-1")]

@@ -47,6 +47,11 @@ _PREFIX = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=(?P<client>[
 # logback "LEVEL [thread] …" or "[thread] LEVEL …" right after the time
 _THREAD = re.compile(r"^\s*\[(?P<t1>[^\]]+)\]|^\s*(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+"
                      r"(?:\d+\s+---\s+(?:\[[^\]]*\]\s+)?)?\[(?P<t2>[^\]]+)\]")
+# threads named after their group: the Java client's heartbeat thread
+# ("kafka-coordinator-heartbeat-thread | G", AbstractCoordinator 0.10.1+) and kafka-python's
+# ("G-heartbeat", HeartbeatThread 1.4+, which logs "Heartbeat poll expired, leaving group")
+_THREAD_GROUP = re.compile(r"^kafka-coordinator-heartbeat-thread \| (?P<g1>\S+)$|"
+                           r"^(?P<g2>\S+)-heartbeat$")
 _SPRING_BOOT_WIDTH = 15  # %15.15t: padded to 15 on the left, cut to its last 15 characters
 _FOR_GROUP = re.compile(r"\bfor group (?P<group>[^\s:,]+?)\.?(?=[\s:,]|$)")
 _PY_TP = re.compile(r"TopicPartition\(topic=u?'(?P<t>[^']*)',\s*partition=(?P<p>\d+)\)")
@@ -174,6 +179,9 @@ class _Context:
             return who[0], who[1], "for group"
         if tied:
             return tied[0], tied[1], "thread"
+        named = _THREAD_GROUP.match(thread) if thread and complete else None
+        if named:  # the thread's name carries the group (a name cut short does not)
+            return named.group("g1") or named.group("g2"), self.default_member, "thread name"
         return self.opts.group, self.default_member, "adapters.group"
 
 

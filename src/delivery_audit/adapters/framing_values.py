@@ -14,7 +14,7 @@ ISO = (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
        r"(?:Z|[+-]\d{2}:?\d{2})?")
 KIBANA_FMT = "%b %d, %Y @ %H:%M:%S.%f"
 
-TIME_KEYS = ("@timestamp", "timestamp", "time", "@t", "ts", "date", "datetime", "_time",
+TIME_KEYS = ("@timestamp", "timestamp", "time", "@t", "ts", "date", "datetime", "_time", "asctime",
               "timeMillis", "instant", "eventtime", "event_time")
 MESSAGE_KEYS = ("message", "msg", "@message", "@m", "log", "short_message", "_raw",
                  "line", "content", "text", "full_message", "@mt")
