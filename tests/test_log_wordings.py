@@ -336,3 +336,20 @@ def test_spring_group_prefix_and_the_clients_line_are_one_event(tmp_path):
     rows = _rows(tmp_path, "client-log", text, name="app.log")
     assert [(r["__line"], r["event"], r["group_id"], r["member_id"]) for r in rows] == [
         (1, "assigned", "order-app-group", "consumer-order-app-group-1")]
+
+
+def test_a_coordinator_join_inside_a_kibana_csv_export(tmp_path):
+    """No public CSV export holding a join was found: dell/iDRAC-Telemetry-Reference-Tools#186's
+    broker lines (Kafka 3.x, a console consumer joining) wrapped the way Kibana Discover's CSV
+    export writes them (a header naming @timestamp and message, its own date format, newest
+    first). The join and the rebalance come out in time order with the records' lines."""
+    text = "\n".join([
+        '"@timestamp","host.name","message"',
+        '"May 18, 2026 @ 12:15:41.406","kafka-0","[2026-05-18 12:15:41,406] INFO [GroupCoordinator 0]: Stabilized group console-consumer-84073 generation 1 (__consumer_offsets-43) with 1 members (kafka.coordinator.group.GroupCoordinator)"',
+        '"May 18, 2026 @ 12:15:41.404","kafka-0","[2026-05-18 12:15:41,404] INFO [GroupCoordinator 0]: Dynamic member with unknown member id joins group console-consumer-84073 in Empty state. Created a new member id console-consumer-258252e6-f62a-4130-ae6b-3543542e3313 and request the member to rejoin with this id. (kafka.coordinator.group.GroupCoordinator)"'])
+    for fmt in ("coordinator-log", "auto"):
+        (tmp_path / fmt).mkdir()
+        rows = _rows(tmp_path / fmt, fmt, text, name="export.csv")
+        assert [(r["__line"], r["event"], r["group_id"], r["member_id"], r["ts"]) for r in rows] == [
+            (3, "joined_group", "console-consumer-84073", "console-consumer", 1779106541404),
+            (2, "assigned", "console-consumer-84073", None, 1779106541406)]
