@@ -377,3 +377,31 @@ def test_a_rendered_day_audits_to_the_canonical_figures(spark, generated_day):
     for source in ("sends", "ledger"):
         counts = report["inputs"][source]
         assert counts["rows_quarantined"] == 0 and counts["skipped_lines"] == 3, counts
+
+
+@pytest.mark.audit
+def test_a_rendered_lab_run_audits_to_the_figures_of_its_canonical_recordings(spark, tmp_path):
+    """The lab's recordings (RecordingProducer/RecordingConsumer against the mock cluster)
+    audited twice, canonical and rendered as application logs through mapping."""
+    from delivery_audit.core.window import AuditWindow
+
+    lab = APPLOGS / "lab-rebalance"
+    spec = yaml.safe_load((lab / "lab.yaml").read_text("utf-8"))
+    w = spec["window"]
+    window = AuditWindow.of(w["start"], w["end"], w["grace_minutes"])
+    rendered_day(lab, tmp_path / "applogs")
+    common = {"broker": [str(lab / "broker.dump.jsonl")],
+              "events": [str(lab / "*.events.jsonl")]}
+    canonical = audit_figures(spark, tmp_path / "canonical", {
+        **common, "sends": [str(lab / "producer.sends.jsonl")],
+        "ledger": [str(lab / "*.ledger.jsonl")]}, window, spec["config"], {})
+    config = {**spec["config"], "adapters": {"timezone": "Asia/Shanghai", "mapping": {
+        "sends": mapping_for("sends"), "ledger": mapping_for("ledger")}}}
+    mapped = audit_figures(spark, tmp_path / "mapped", {
+        **common, "sends": [str(tmp_path / "applogs" / "sends" / "*.log")],
+        "ledger": [str(tmp_path / "applogs" / "ledger" / "*.log")]}, window, config,
+        {"sends": "mapping", "ledger": "mapping"})
+    assert _figures(mapped) == _figures(canonical)
+    got = _figures(mapped)
+    assert got["judged"] == 40 and got["anomalies"]["redelivery"] == 1
+    assert got["groups"]["lab-group"]["states"]["delivered_duplicate"] == 1
