@@ -405,3 +405,24 @@ def test_a_rendered_lab_run_audits_to_the_figures_of_its_canonical_recordings(sp
     got = _figures(mapped)
     assert got["judged"] == 40 and got["anomalies"]["redelivery"] == 1
     assert got["groups"]["lab-group"]["states"]["delivered_duplicate"] == 1
+
+
+def test_run_reports_a_malformed_mapping_as_an_input_error_naming_the_rule(spark, tmp_path):
+    """Under `run` the error is ingestion's InputError (the CLI prints it, exit status 1)."""
+    from delivery_audit.audit import AuditRequest, Stages, extract
+    from delivery_audit.core.window import AuditWindow
+    from delivery_audit.ingest import InputError
+
+    lab = APPLOGS / "lab-rebalance"
+    spec = yaml.safe_load((lab / "lab.yaml").read_text("utf-8"))
+    w = spec["window"]
+    config = {**spec["config"], "adapters": {"mapping": {"sends": [{"regex": SPRING},
+                                                                   {"json": {"sent": "ts"}}]}}}
+    req = AuditRequest(inputs={"sends": [str(APPLOGS / "spring-kafka-tutorial.log")],
+                               "broker": [str(lab / "broker.dump.jsonl")],
+                               "ledger": [str(lab / "*.ledger.jsonl")], "events": []},
+                       window=AuditWindow.of(w["start"], w["end"], w["grace_minutes"]),
+                       out=str(tmp_path / "reports"), config=AuditConfig.from_dict(config),
+                       formats={"sends": "mapping"})
+    with pytest.raises(InputError, match=r"adapters\.mapping\.sends\[1\]: json field 'sent'"):
+        extract(spark, req, Stages(), tmp_path / "work")

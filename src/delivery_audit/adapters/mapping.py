@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -271,8 +272,21 @@ def _why_missing(rule: Rule, name: str) -> str:
     return f": no group, path, set or copy gives {name}"
 
 
+def _start_error(exc: MappingError) -> MappingError:
+    """The error a malformed mapping raises: a MappingError, which under `run` (ingestion
+    loaded) is also ingestion's InputError, so the CLI reports the message (exit status 1)
+    instead of a traceback; `convert` imports no ingestion (no pyspark) and exits 2."""
+    files = sys.modules.get(__name__.rsplit(".adapters", 1)[0] + ".ingest.files")
+    if files is None:
+        return exc
+    return type("MappingInputError", (MappingError, files.InputError), {})(str(exc))
+
+
 def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Options) -> None:
-    rules = rules_for(opts.raw, source)  # MappingError before any line is read
+    try:
+        rules = rules_for(opts.raw, source)  # before any line is read
+    except MappingError as exc:
+        raise _start_error(exc) from None
     taken = _TAKEN[str(w.path)] = {r.name: 0 for r in rules}
     times = _Times(opts)
     for n, line in framed_lines(path, w):
