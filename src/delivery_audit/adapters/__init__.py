@@ -20,6 +20,7 @@ from . import (
     coordinator_log,
     dump_log,
     librdkafka_log,
+    mapping,
     verifiable_consumer,
     verifiable_producer,
 )
@@ -38,6 +39,7 @@ ADAPTERS = {
     "client-log": client_log,
     "coordinator-log": coordinator_log,
     "librdkafka-log": librdkafka_log,
+    "mapping": mapping,  # an application's own lines by adapters.mapping rules
 }
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..config import AuditConfig, load_config
 from . import ADAPTERS, AUTO, convert
-from .sniff import Sniffed, SniffError, sniff
+from .mapping import lines_taken
+from .sniff import ApplicationLog, Sniffed, SniffError, sniff
 from .writer import LineAccount
 
 ERRORS_SHOWN = 5  # error rows listed per file in the summary
@@ -76,6 +77,11 @@ class FileSummary:
     account: LineAccount
 
     @property
+    def rules(self) -> dict[str, int]:
+        """Format mapping: the lines each rule took ({"sends[0]": 120, …})."""
+        return lines_taken(self.account.path)
+
+    @property
     def rows(self) -> int:
         """Valid rows written."""
         return self.account.rows - self.account.error_rows
@@ -96,7 +102,8 @@ class FileSummary:
                 "recognised": a.recognised, "skipped": dict(sorted(a.skipped.items())),
                 "error_rows": self.error_rows, "error_lines": a.error_lines,
                 "errors": [{"line": n, "reason": r} for n, r in self.errors],
-                "unaccounted": a.unaccounted}
+                "unaccounted": a.unaccounted,
+                **({"rules": self.rules} if self.fmt == "mapping" else {})}
 
 
 @dataclass
@@ -109,13 +116,18 @@ class ConvertResult:
         for f in self.files:
             for k, v in f.account.skipped.items():
                 skipped[k] = skipped.get(k, 0) + v
+        rules: dict[str, int] = {}
+        for f in self.files:
+            for k, v in (f.rules if f.fmt == "mapping" else {}).items():
+                rules[k] = rules.get(k, 0) + v
         return {"files": len(self.files),
                 "lines": sum(f.account.lines for f in self.files),
                 "rows": sum(f.rows for f in self.files),
                 "recognised": sum(f.account.recognised for f in self.files),
                 "skipped": dict(sorted(skipped.items())),
                 "error_rows": sum(f.error_rows for f in self.files),
-                "unaccounted": sum(f.account.unaccounted for f in self.files)}
+                "unaccounted": sum(f.account.unaccounted for f in self.files),
+                **({"rules": rules} if rules else {})}
 
     def to_json(self) -> dict[str, Any]:
         return {"source": self.source, "files": [f.to_json() for f in self.files],
@@ -132,6 +144,10 @@ def choose_formats(fmt: str, source: str, files: list[str]) -> list[Sniffed]:
         if fmt == AUTO:
             try:
                 choice = sniff(path)
+            except ApplicationLog as exc:
+                raise UsageError(f"{exc}; e.g. convert --format mapping --source {source} "
+                                 f"--option 'mapping.{source}=[{{\"regex\": \"…\"}}]'"
+                                 ) from exc
             except SniffError as exc:
                 raise UsageError(str(exc)) from exc
         else:
@@ -140,8 +156,11 @@ def choose_formats(fmt: str, source: str, files: list[str]) -> list[Sniffed]:
         if source not in carried:
             what = f"{path}: looks like {choice.fmt} ({choice.reason}), which" if \
                 fmt == AUTO else f"format {fmt!r}"
+            hint = (f"; an application's own {source} lines need --format mapping with "
+                    f"adapters.mapping.{source} rules") if source in ("sends", "ledger") and \
+                fmt == AUTO else ""
             raise UsageError(f"{what} does not carry {source} (it feeds "
-                             f"{', '.join(carried)})")
+                             f"{', '.join(carried)}){hint}")
         out.append(choice)
     return out
 
@@ -195,6 +214,10 @@ def render(result: ConvertResult, console) -> None:
                       str(t["error_rows"]), str(t["unaccounted"]), style="bold")
     console.print(table)
     for f in result.files:
+        if f.fmt == "mapping" and f.rules:
+            taken = ", ".join(f"{name}: {n}" for name, n in f.rules.items())
+            console.print(f"{escape(f.origin)}: lines per rule (adapters.mapping.…): "
+                          f"{taken}", highlight=False, soft_wrap=True)
         if f.why:
             console.print(f"{escape(f.origin)}: format {f.fmt}, chosen from "
                           f"{escape(f.why)}", highlight=False, soft_wrap=True)

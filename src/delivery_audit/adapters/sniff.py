@@ -9,7 +9,9 @@ matched against what each format prints: the verifiable producer's and consumer'
 (``[Consumer clientId=``, ``ConsumerCoordinator``, kafka-python's
 ``kafka.coordinator.consumer``, Spring's listener container), and the console consumer's
 tab-separated ``CreateTime:`` lines. A file matching none of them (or two as much) is
-refused with its name and a hint to give ``--format``."""
+refused with its name and a hint to give ``--format``; when most of its lines are an
+application's own log lines (timestamped text, JSON log events, logfmt) the refusal is
+:class:`ApplicationLog`, which says to declare a ``mapping`` (auto never guesses one)."""
 
 from __future__ import annotations
 
@@ -44,11 +46,20 @@ _CLIENT = re.compile(r"\[Consumer (?:instanceId=[^,\]]*, )?clientId=|ConsumerCoo
                      r"smallrye\.reactive\.messaging\.kafka|Successfully joined group \S+ with|"
                      r"(?:Revoking|Setting) (?:previously|newly) assigned partitions|"
                      r"autocommit of offsets .* for group ")
+# an application's own log lines: timestamped text, logfmt (key=value pairs)
+_TIMESTAMPED = re.compile(r"^\s*\[?\s*(?:\d{4}-\d{2}-\d{2}[ T_]\d{2}:\d{2}:\d{2}|"
+                          r"\d{2}:\d{2}:\d{2}[.,]\d)")
+_LOGFMT = re.compile(r"(?:^|\s)[A-Za-z_][\w.@-]*=(?:\"[^\"]*\"|[^\s\"=]+)")
 _CONSOLE = re.compile(r"(?:^|\t)CreateTime:-?\d+(?:\t|$)|^Partition:\d+\tOffset:\d+")
 
 
 class SniffError(ValueError):
     """The format of a file cannot be told from its content."""
+
+
+class ApplicationLog(SniffError):
+    """An application's own log (no Kafka tool, client or coordinator wording): its lines
+    become rows only through a declared ``mapping``."""
 
 
 class UnreadableInput(OSError):
@@ -91,7 +102,7 @@ def sniff(path: str, origin: str | None = None,
     if not head:
         raise SniffError(f"{name}: empty, its format cannot be told; give --format")
     counts = {"producer": 0, "consumer": 0, "dump": 0, "rdkafka": 0, "coordinator": 0,
-              "client": 0, "console": 0}
+              "client": 0, "console": 0, "json": 0, "logfmt": 0, "text": 0}
     examples: dict[str, str] = {}
     layout = csv_layout(head[0])
 
@@ -100,6 +111,7 @@ def sniff(path: str, origin: str | None = None,
         examples.setdefault(kind, what)
 
     for i, raw in enumerate(head):
+        obj = None
         if raw.lstrip().startswith("{"):
             try:
                 obj = json.loads(raw)
@@ -110,6 +122,8 @@ def sniff(path: str, origin: str | None = None,
                     hit("producer", f'"name": "{obj["name"]}" (line {i + 1})')
                 elif obj["name"] in _CONSUMER_NAMES:
                     hit("consumer", f'"name": "{obj["name"]}" (line {i + 1})')
+                else:
+                    hit("json", f"JSON log events ({raw[:40]!r}, line {i + 1})")
                 continue
         if _DUMP.match(raw):
             hit("dump", f"{raw[:40]!r} (line {i + 1})")
@@ -130,6 +144,13 @@ def sniff(path: str, origin: str | None = None,
         m = _CLIENT.search(raw)
         if m:
             hit("client", f"{m.group(0)!r} (line {i + 1})")
+            continue
+        if isinstance(obj, dict):
+            hit("json", f"JSON log events ({raw[:40]!r}, line {i + 1})")
+        elif len(_LOGFMT.findall(framed.text)) >= 3:
+            hit("logfmt", f"logfmt lines ({raw[:40]!r}, line {i + 1})")
+        elif _TIMESTAMPED.match(framed.text):
+            hit("text", f"timestamped log lines ({raw[:40]!r}, line {i + 1})")
     framing = " (a CSV export)" if layout is not None else ""
     for kind, fmt in (("producer", "kafka-verifiable-producer"),
                       ("consumer", "kafka-verifiable-consumer"),
@@ -159,6 +180,15 @@ def sniff(path: str, origin: str | None = None,
     if counts["console"]:
         return Sniffed("kafka-console-consumer", f"{counts['console']} console-consumer "
                                                  f"line(s): {examples['console']}")
+    app = counts["json"] + counts["logfmt"] + counts["text"]
+    if app * 2 >= len(head):
+        kind = max(("json", "logfmt", "text"), key=lambda k: counts[k])
+        raise ApplicationLog(
+            f"{name}: an application's own log ({app} of its first {len(head)} lines are log "
+            f"lines, e.g. {examples[kind]}), not a Kafka tool's output nor a consumer "
+            "client's or group coordinator's log; auto never guesses how such lines become "
+            "rows: declare rules in adapters.mapping.<source> and give --format mapping "
+            "(docs/adapters.md \"Your own application logs\")")
     raise SniffError(f"{name}: cannot tell its format from its first {len(head)} lines "
                      f"(no Kafka tool output, client or coordinator wording found); "
                      f"give --format (one of {', '.join(known)})")

@@ -20,6 +20,7 @@ ADAPTER_FORMATS: dict[str, tuple[str, ...]] = {
     "client-log": ("events",),  # Java client / Spring Kafka / kafka-python consumer logs
     "coordinator-log": ("events",),  # broker GroupCoordinator server.log
     "librdkafka-log": ("events",),  # librdkafka (confluent-kafka-*, rust-rdkafka) logs
+    "mapping": ("sends", "ledger", "events", "broker"),  # app logs by adapters.mapping rules
     # each file's adapter sniffed from its content (adapters/sniff.py); checked per file
     "auto": ("sends", "broker", "ledger", "events"),
 }
