@@ -22,9 +22,10 @@ class RecordingConsumer:
       its header, started_ts/finished_ts, and the consumer's ``isolation``;
     * ``on_assign`` / ``on_revoke`` / ``on_lost`` → ``assigned`` / ``revoked`` / ``lost``
       per partition (your own callbacks given to ``subscribe`` still run);
-    * a synchronous ``commit`` → ``commit`` per partition (offset: the next to read) or
-      ``commit_failed`` with the error (then re-raised); asynchronous results come through
-      the ``on_commit`` callback (yours still runs) the same way;
+    * a synchronous ``commit`` → ``commit`` per partition committed (offset: the next to
+      read) or ``commit_failed`` with the error (then re-raised); asynchronous results come
+      through the ``on_commit`` callback (yours still runs) the same way; a commit with
+      nothing to commit (``_NO_OFFSET``) writes nothing;
     * a poll that reports the max.poll.interval.ms expiry → ``left_group`` 'poll timeout'.
 
     ``generation`` stays null: confluent-kafka does not expose the group generation."""
@@ -57,13 +58,17 @@ class RecordingConsumer:
             self.event(event, tp.topic, tp.partition, detail=detail, ts=ts)
 
     def _commit_result(self, partitions, err=None) -> None:
+        if err is not None and getattr(err, "code", lambda: None)() == KafkaError._NO_OFFSET:
+            return  # nothing was stored to commit: no commit, and no failure either
         ts = now_ms()
         for tp in partitions or []:
             failed = err is not None or tp.error is not None
+            offset = tp.offset if tp.offset is not None and tp.offset >= 0 else None
+            if not failed and offset is None:
+                continue  # a partition of the assignment with nothing committed
             reason = err if err is not None else tp.error
             self.event("commit_failed" if failed else "commit", tp.topic, tp.partition,
-                       offset=tp.offset if tp.offset is not None and tp.offset >= 0 else None,
-                       detail=str(reason) if failed else None, ts=ts)
+                       offset=offset, detail=str(reason) if failed else None, ts=ts)
 
     def _on_commit_cb(self, user: Callable | None) -> Callable:
         def on_commit(err, partitions) -> None:
@@ -135,7 +140,7 @@ class RecordingConsumer:
                 tried = []
             if tried:
                 self._commit_result(tried, reason)
-            else:
+            elif getattr(reason, "code", lambda: None)() != KafkaError._NO_OFFSET:
                 self.event("commit_failed", detail=str(reason))
             raise
         finally:
