@@ -11,6 +11,8 @@ import json
 import time
 from pathlib import Path
 
+from delivery_audit.recorders import as_text, header_seq
+
 # Kafka protocol API keys the tests inject errors into (rd_kafka_mock_push_request_errors)
 PRODUCE_API = 0
 
@@ -127,12 +129,10 @@ def dump_topic(bootstrap: str, topic: str, path: Path, idle_s: float = 3.0,
                 if msg is None or msg.error():
                     continue
                 last = time.monotonic()
-                seq = next((int(v.decode()) for k, v in (msg.headers() or [])
-                            if k == seq_header), None)
                 fh.write(json.dumps({
                     "topic": msg.topic(), "partition": msg.partition(),
-                    "offset": msg.offset(),
-                    "key": None if msg.key() is None else msg.key().decode(), "seq": seq,
+                    "offset": msg.offset(), "key": as_text(msg.key()),
+                    "seq": header_seq(msg.headers(), seq_header),
                     "timestamp": msg.timestamp()[1], "producer_id": None}) + "\n")
                 n += 1
     finally:

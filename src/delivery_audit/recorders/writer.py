@@ -11,6 +11,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,14 @@ def as_text(value: Any) -> str | None:
     return str(value)
 
 
-def header_seq(headers: list[tuple[str, Any]] | None, name: str | None) -> int | None:
-    """The sequence number in header `name` (None when absent or not an integer)."""
-    if not name:
+def header_seq(headers: Mapping[str, Any] | Iterable[tuple[str, Any]] | None,
+               name: str | None) -> int | None:
+    """The sequence number in header `name` (None when absent or not an integer); the
+    headers as a record gives them: (key, value) pairs, or a dict."""
+    if not name or not headers:
         return None
-    for key, value in headers or []:
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    for key, value in pairs:
         if key == name:
             text = (as_text(value) or "").strip()
             return int(text) if text.lstrip("-").isdigit() else None
