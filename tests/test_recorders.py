@@ -284,7 +284,7 @@ def test_the_readme_example_runs_against_the_mock_cluster(cluster, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.audit
-def test_the_first_audit_guide_end_to_end_on_lab_serve(spark, tmp_path):
+def test_the_first_audit_guide_end_to_end_on_lab_serve(spark, tmp_path, monkeypatch):
     """README "First audit, end to end on the lab's broker": `lab --serve`, the example app,
     Ctrl-C, `run` — the report passes with the 6 messages delivered once."""
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
@@ -320,17 +320,13 @@ def test_the_first_audit_guide_end_to_end_on_lab_serve(spark, tmp_path):
     assert "broker rows: 6 in lab/broker/orders.jsonl" in said
 
     day = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    cwd = Path.cwd()
-    os.chdir(tmp_path)
-    try:
-        result = CliRunner().invoke(app, [
-            "run", "--sends", "audit-logs/*.sends.jsonl", "--ledger", "audit-logs/*.ledger.jsonl",
-            "--events", "audit-logs/*.events.jsonl", "--broker", "lab/broker/*.jsonl",
-            "--start", day.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "--end", (day + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "--out", "reports", "--no-notify"])
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, [
+        "run", "--sends", "audit-logs/*.sends.jsonl", "--ledger", "audit-logs/*.ledger.jsonl",
+        "--events", "audit-logs/*.events.jsonl", "--broker", "lab/broker/*.jsonl",
+        "--start", day.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "--end", (day + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "--out", "reports", "--no-notify"])
     assert result.exit_code == 0, result.output[-3000:]
     [report_file] = (tmp_path / "reports").glob("dt=*/*/report.json")
     report = json.loads(report_file.read_text())
