@@ -10,7 +10,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.lab]
 
 def test_lab_finds_the_rebalance_redelivery_and_diagnoses_the_poll_interval(spark, tmp_path):
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab import GROUP, BrokerUnavailable, MockCluster, run_lab
+    from delivery_audit_sim.lab import GROUP, run_lab
+    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
 
     try:
         MockCluster().stop()
@@ -50,7 +51,7 @@ def _rows(paths: list[str]) -> list[dict]:
 @pytest.fixture(scope="module")
 def txn_recording(tmp_path_factory):
     pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab import BrokerUnavailable, MockCluster
+    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
     from delivery_audit_sim.lab_txn import record_transactions
 
     try:

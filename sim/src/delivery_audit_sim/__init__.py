@@ -1,3 +1,5 @@
 """The auditor's simulator: ``generator`` (fault scenarios with ground truth, the hostile
-corpus), ``recorder`` (Kafka clients that log what they send and process), ``lab`` (a real
-rebalance on a local mock cluster, audited) and ``cli`` (their commands)."""
+corpus), ``lab`` (a real rebalance on a local mock cluster, recorded with the product's
+client recorders, ``delivery_audit.recorders``, and audited; ``lab_txn`` its transactions
+scenario, ``lab_serve`` the broker alone; ``lab_broker`` and ``lab_audit`` what they share)
+and ``cli`` (their commands)."""

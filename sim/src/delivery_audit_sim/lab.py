@@ -1,6 +1,6 @@
 """`delivery-audit lab`: a real rebalance on a real Kafka-protocol broker, recorded and
 audited end to end (`--scenario rebalance`, the default; `--scenario transactions` is
-lab_txn.py).
+lab_txn.py; `--serve` only serves the broker, lab_serve.py).
 
 1. starts librdkafka's mock cluster (shipped inside the confluent-kafka wheel, reached
    through its C API with ctypes) on 127.0.0.1 and creates a 2-partition topic;
@@ -19,91 +19,25 @@ the lab itself.
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import glob
-import json
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from delivery_audit.recorders import Recorder
+
+from .lab_audit import audit_recordings, fresh_recordings, recorded_files
+from .lab_broker import BrokerUnavailable, MockCluster, dump_topic
+from .lab_serve import serve
+from .lab_txn import run_transactions_lab, summary
+
 TOPIC = "lab-orders"
 GROUP = "lab-group"
-
-
-class BrokerUnavailable(RuntimeError):
-    """The mock cluster cannot start here (no confluent-kafka, no librdkafka symbols)."""
-
-
-class MockCluster:
-    """librdkafka's in-process mock Kafka cluster, through its C API."""
-
-    def __init__(self, brokers: int = 1) -> None:
-        try:
-            import confluent_kafka
-        except ImportError as exc:
-            raise BrokerUnavailable("confluent-kafka is not installed "
-                                    "(pip install confluent-kafka)") from exc
-        base = Path(confluent_kafka.__file__).resolve().parent
-        candidates = sorted(glob.glob(str(base.parent / "confluent_kafka.libs" /
-                                          "librdkafka*.so*")))
-        candidates += sorted(glob.glob(str(base / ".dylibs" / "librdkafka*.dylib")))
-        if not candidates:
-            raise BrokerUnavailable(f"no bundled librdkafka next to {base}")
-        lib = ctypes.CDLL(candidates[0])
-        try:
-            lib.rd_kafka_conf_new.restype = ctypes.c_void_p
-            lib.rd_kafka_conf_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                              ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
-            lib.rd_kafka_new.restype = ctypes.c_void_p
-            lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                                         ctypes.c_size_t]
-            lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
-            lib.rd_kafka_mock_cluster_new.restype = ctypes.c_void_p
-            lib.rd_kafka_mock_cluster_new.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
-            lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
-            lib.rd_kafka_mock_cluster_destroy.argtypes = [ctypes.c_void_p]
-            lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
-                                                       ctypes.c_int, ctypes.c_int]
-        except AttributeError as exc:
-            raise BrokerUnavailable(f"librdkafka without the mock cluster API: {exc}") from exc
-        self._lib = lib
-        err = ctypes.create_string_buffer(512)
-        conf = lib.rd_kafka_conf_new()
-        lib.rd_kafka_conf_set(conf, b"log_level", b"3", err, 512)
-        self._rk = lib.rd_kafka_new(0, conf, err, 512)  # a producer handle owns the cluster
-        if not self._rk:
-            raise BrokerUnavailable(f"rd_kafka_new failed: {err.value.decode()}")
-        self._mc = lib.rd_kafka_mock_cluster_new(self._rk, brokers)
-        if not self._mc:
-            lib.rd_kafka_destroy(self._rk)
-            raise BrokerUnavailable("rd_kafka_mock_cluster_new failed")
-        self.bootstrap = lib.rd_kafka_mock_cluster_bootstraps(self._mc).decode()
-
-    def create_topic(self, name: str, partitions: int) -> None:
-        rc = self._lib.rd_kafka_mock_topic_create(self._mc, name.encode(), partitions, 1)
-        if rc != 0:
-            raise RuntimeError(f"mock topic {name}: error {rc}")
-
-    def stop(self) -> None:
-        if self._mc:
-            self._lib.rd_kafka_mock_cluster_destroy(self._mc)
-            self._mc = None
-        if self._rk:
-            self._lib.rd_kafka_destroy(self._rk)
-            self._rk = None
-
-    def __enter__(self) -> MockCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 @dataclass
@@ -120,7 +54,7 @@ def _member(name: str, bootstrap: str, rec_dir: Path, settings: dict[str, int],
             progress: dict[str, float]) -> None:
     from confluent_kafka import KafkaException
 
-    from .recorder import Recorder, RecordingConsumer
+    from delivery_audit.recorders import RecordingConsumer
 
     rec = Recorder(rec_dir, name=name)
     consumer = RecordingConsumer({
@@ -163,48 +97,14 @@ def _member(name: str, bootstrap: str, rec_dir: Path, settings: dict[str, int],
             rec.close()
 
 
-def _dump(bootstrap: str, path: Path, idle_s: float = 3.0) -> int:
-    """Read every partition from the beginning until nothing arrives for idle_s."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lab-dump",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    meta = c.list_topics(TOPIC, timeout=10)
-    parts = sorted(meta.topics[TOPIC].partitions)
-    c.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in parts])
-    n = 0
-    last = time.monotonic()
-    with open(path, "w", encoding="utf-8") as fh:
-        while time.monotonic() - last < idle_s:
-            msg = c.poll(0.2)
-            if msg is None or msg.error():
-                continue
-            last = time.monotonic()
-            seq = next((int(v.decode()) for k, v in (msg.headers() or []) if k == "seq"), None)
-            fh.write(json.dumps({
-                "topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                "key": None if msg.key() is None else msg.key().decode(), "seq": seq,
-                "timestamp": msg.timestamp()[1], "producer_id": None}) + "\n")
-            n += 1
-    c.close()
-    return n
-
-
 def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
             poll_interval_ms: int = 6000, stall_ms: int = 9000, work_ms: int = 150,
             max_seconds: float = 90.0, echo=print) -> LabResult:
     """Run the lab in `workdir` (recordings under recordings/, reports under reports/)."""
-    from delivery_audit.audit import AuditRequest, run_audit
-    from delivery_audit.config import AuditConfig
-    from delivery_audit.core.window import AuditWindow
-
-    from .recorder import Recorder, RecordingProducer
+    from delivery_audit.recorders import RecordingProducer
 
     workdir = Path(workdir)
-    rec_dir = workdir / "recordings"
-    rec_dir.mkdir(parents=True, exist_ok=True)
-    for old in rec_dir.glob("*.jsonl"):
-        old.unlink()
+    rec_dir = fresh_recordings(workdir)
     settings = {"max.poll.records": 5, "max.poll.interval.ms": poll_interval_ms,
                 "session.timeout.ms": poll_interval_ms, "heartbeat.interval.ms": 1000}
     notes: list[str] = []
@@ -253,28 +153,13 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
         for t in threads:
             t.join(timeout=30)
         echo("consumer group finished: " + "; ".join(notes))
-        broker_rows = _dump(cluster.bootstrap, rec_dir / "broker.dump.jsonl")
+        broker_rows = dump_topic(cluster.bootstrap, TOPIC, rec_dir / "broker.dump.jsonl")
         echo(f"dumped {broker_rows} records (read until idle)")
     finished = datetime.now(UTC)
 
-    files = {
-        "sends": [str(rec_dir / "producer.sends.jsonl")],
-        "broker": [str(rec_dir / "broker.dump.jsonl")],
-        "ledger": sorted(str(p) for p in rec_dir.glob("*.ledger.jsonl")),
-        "events": sorted(str(p) for p in rec_dir.glob("*.events.jsonl")),
-    }
-    window = AuditWindow(started.replace(second=0, microsecond=0),
-                         (finished + timedelta(minutes=1)).replace(second=0, microsecond=0),
-                         grace_minutes=0)
-    config = AuditConfig.from_dict({"groups": {GROUP: dict(settings, topics=[TOPIC])},
-                                    "notifier": {"type": "log"}})
-    if spark is None:
-        from delivery_audit.spark import get_spark
-
-        spark = get_spark("delivery-audit-lab")
-    result = run_audit(spark, AuditRequest(inputs=files, window=window,
-                                           out=str(workdir / "reports"), config=config,
-                                           notify=False))
+    files = recorded_files(rec_dir, "broker.dump.jsonl")
+    config = {"groups": {GROUP: dict(settings, topics=[TOPIC])}, "notifier": {"type": "log"}}
+    result = audit_recordings(files, started, finished, config, workdir / "reports", spark)
     return LabResult(workdir, result.destination, result.report, files, notes)
 
 
@@ -296,9 +181,23 @@ def lab_command(
         help="how long the slow member stalls on one record")] = 9000,
     transactions: Annotated[int, typer.Option(
         min=2, help="transactions to run (scenario transactions)")] = 8,
+    serve_broker: Annotated[bool, typer.Option(
+        "--serve", help="only serve the lab's broker for your own clients: print its "
+                        "address, and on Ctrl-C write WORKDIR/broker/<topic>.jsonl")] = False,
+    topic: Annotated[list[str] | None, typer.Option(
+        help="with --serve: a topic to create (repeatable; default orders)")] = None,
+    partitions: Annotated[int, typer.Option(
+        min=1, help="with --serve: partitions per topic")] = 3,
 ) -> None:
     """Run a real rebalance (or transactions) on a local mock Kafka cluster, record it
-    and audit it."""
+    and audit it; or (--serve) serve that broker to your own clients."""
+    if serve_broker:
+        try:
+            serve(workdir, topic or ["orders"], partitions, echo=typer.echo)
+        except BrokerUnavailable as exc:
+            typer.echo(f"error: cannot start the lab broker: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        return
     if scenario not in SCENARIOS:
         raise typer.BadParameter(f"--scenario is one of {', '.join(SCENARIOS)}")
     if scenario == "transactions":
@@ -323,8 +222,6 @@ def lab_command(
 
 
 def _transactions_command(workdir: Path, transactions: int) -> None:
-    from .lab_txn import run_transactions_lab, summary
-
     try:
         res = run_transactions_lab(workdir, transactions=transactions, echo=typer.echo)
     except BrokerUnavailable as exc:

@@ -2,7 +2,7 @@
 librdkafka's mock Kafka cluster, consumers in both isolation levels, recorded and audited
 (contract §9).
 
-1. starts the mock cluster (lab.MockCluster) and creates a 2-partition topic;
+1. starts the mock cluster (lab_broker.MockCluster) and creates a 2-partition topic;
 2. a RecordingProducer with a `transactional.id` runs `transactions` transactions of
    `per_txn` keyed, sequenced records each: transaction i is aborted when i % 4 is 1
    (its records are sent again, attempt 2, in the next, committed transaction) or 3 (not
@@ -31,9 +31,15 @@ import gc
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from delivery_audit.recorders import Recorder
+
+from .lab_audit import audit_recordings, fresh_recordings, recorded_files
+from .lab_broker import MockCluster
+from .rawlog import read_partition
 
 TXN_TOPIC = "lab-payments"
 TRANSACTIONAL_ID = "lab-payments-tx"
@@ -67,7 +73,7 @@ def transaction_plan(transactions: int) -> list[str]:
 
 def _produce(bootstrap: str, rec_dir: Path, plan: list[str], per_txn: int,
              keys: int) -> None:
-    from .recorder import Recorder, RecordingProducer
+    from delivery_audit.recorders import RecordingProducer
 
     with Recorder(rec_dir, name="producer") as rec:
         producer = RecordingProducer({
@@ -110,9 +116,6 @@ def dump_raw(bootstrap: str, rec_dir: Path, partitions: int) -> tuple[int, set[t
     """The broker view from the raw log: data rows and control rows. Returns the row count
     and the (partition, offset) of aborted data records (rule 21: the first marker of the
     record's pid after it is an ABORT)."""
-    from .rawlog import read_partition
-    from .recorder import Recorder
-
     rows = 0
     aborted: set[tuple[int, int]] = set()
     with Recorder(rec_dir, name="broker") as rec:
@@ -144,7 +147,7 @@ def dump_raw(bootstrap: str, rec_dir: Path, partitions: int) -> tuple[int, set[t
 def _consume(bootstrap: str, rec_dir: Path, group: str, isolation: str,
              aborted: set[tuple[int, int]], notes: list[str], idle_s: float,
              work_ms: int, max_wait_s: float = 30.0) -> None:
-    from .recorder import Recorder, RecordingConsumer
+    from delivery_audit.recorders import RecordingConsumer
 
     member = f"{group}-1"
     rec = Recorder(rec_dir, name=member)
@@ -189,13 +192,8 @@ def record_transactions(workdir: str | Path, transactions: int = 8, per_txn: int
                         keys: int = 6, idle_s: float = 2.5, work_ms: int = 5,
                         echo=print) -> TxnRecording:
     """Steps 1–4: produce, dump, consume; the recordings under `workdir`/recordings."""
-    from .lab import MockCluster
-
     workdir = Path(workdir)
-    rec_dir = workdir / "recordings"
-    rec_dir.mkdir(parents=True, exist_ok=True)
-    for old in rec_dir.glob("*.jsonl"):
-        old.unlink()
+    rec_dir = fresh_recordings(workdir)
     plan = transaction_plan(transactions)
     notes: list[str] = []
     started = datetime.now(UTC)
@@ -215,12 +213,7 @@ def record_transactions(workdir: str | Path, transactions: int = 8, per_txn: int
         for t in threads:
             t.join(timeout=60)
         echo("consumers finished: " + "; ".join(notes))
-    files = {
-        "sends": [str(rec_dir / "producer.sends.jsonl")],
-        "broker": [str(rec_dir / "broker.broker.jsonl")],
-        "ledger": sorted(str(p) for p in rec_dir.glob("*.ledger.jsonl")),
-        "events": sorted(str(p) for p in rec_dir.glob("*.events.jsonl")),
-    }
+    files = recorded_files(rec_dir, "broker.broker.jsonl")
     return TxnRecording(workdir, files, started, datetime.now(UTC), plan, aborted, notes)
 
 
@@ -233,21 +226,8 @@ def audit_config() -> dict[str, Any]:
 
 def audit_transactions(recording: TxnRecording, spark=None) -> TxnLabResult:
     """Step 5: audit the recordings (reports under `workdir`/reports)."""
-    from delivery_audit.audit import AuditRequest, run_audit
-    from delivery_audit.config import AuditConfig
-    from delivery_audit.core.window import AuditWindow
-
-    window = AuditWindow(
-        recording.started.replace(second=0, microsecond=0),
-        (recording.finished + timedelta(minutes=1)).replace(second=0, microsecond=0),
-        grace_minutes=0)
-    if spark is None:
-        from delivery_audit.spark import get_spark
-
-        spark = get_spark("delivery-audit-lab")
-    result = run_audit(spark, AuditRequest(
-        inputs=recording.files, window=window, out=str(recording.workdir / "reports"),
-        config=AuditConfig.from_dict(audit_config()), notify=False))
+    result = audit_recordings(recording.files, recording.started, recording.finished,
+                              audit_config(), recording.workdir / "reports", spark)
     return TxnLabResult(recording, result.destination, result.report)
 
 
