@@ -1,5 +1,5 @@
 """The published evidence table (``evidence/``): the source rows behind the anomalies, so
-that ``delivery-audit explain`` (explain.py) can tell one message's story from the
+that ``delivery-audit explain`` (the explain package) can tell one message's story from the
 published folder alone, without Spark.
 
 What it holds, per identity (topic, key, seq) named by an anomaly row (seq_gap's missing
