@@ -19,9 +19,12 @@ from s3_server import s3_endpoint  # noqa: F401 - the fixture
 from typer.testing import CliRunner
 
 from delivery_audit import anomaly_table
-from delivery_audit import explain as ex
 from delivery_audit.cli import app
 from delivery_audit.detection import evidence_table
+from delivery_audit.explain.answering import explain
+from delivery_audit.explain.composing import PER_ANOMALY, _relation, compose
+from delivery_audit.explain.reading import Published
+from delivery_audit.explain.selecting import Query, select
 
 
 def run(*args: str):
@@ -216,7 +219,7 @@ REPORT = {
 
 
 @pytest.fixture()
-def published() -> ex.Published:
+def published() -> Published:
     ev = [
         evidence_row("sends", topic="t", key="k", seq=1, partition=0, offset=5, ts=at("10:00:00"),
                      status="acked", attempt=1, producer_id="p1"),
@@ -251,22 +254,22 @@ def published() -> ex.Published:
                     offset=6),
         anomaly_row("lost_unacked", topic="t", key="k", seq=4),  # beyond the evidence's cap
     ]
-    return ex.Published(
+    return Published(
         "mem", REPORT, pa.Table.from_pylist(anomalies, schema=anomaly_table.SCHEMA),
         pa.Table.from_pylist(ev, schema=evidence_table.arrow_schema()))
 
 
 def test_select_finds_messages_by_key_seq_and_record(published):
-    assert ex.select(published, ex.Query("t", key="k")) == (
+    assert select(published, Query("t", key="k")) == (
         [("t", "k", 1), ("t", "k", 3)], [("t", "k", 4)])
-    assert ex.select(published, ex.Query("t", key="k", seq=3)) == ([("t", "k", 3)], [])
-    assert ex.select(published, ex.Query("t", partition=0, offset=5)) == ([("t", "k", 1)], [])
-    assert ex.select(published, ex.Query("t", key="other")) == ([], [])
-    assert ex.select(published, ex.Query("t", partition=0, offset=99)) == ([], [])
+    assert select(published, Query("t", key="k", seq=3)) == ([("t", "k", 3)], [])
+    assert select(published, Query("t", partition=0, offset=5)) == ([("t", "k", 1)], [])
+    assert select(published, Query("t", key="other")) == ([], [])
+    assert select(published, Query("t", partition=0, offset=99)) == ([], [])
 
 
 def test_a_story_numbers_processings_and_places_the_rebalance_between_them(published):
-    story = ex.compose(published, ("t", "k", 1), timedelta(minutes=5))
+    story = compose(published, ("t", "k", 1), timedelta(minutes=5))
     assert [(p["n"], p["member_id"]) for p in story.processings] == [(1, "m1"), (2, "m2")]
     assert [a["anomaly"] for a in story.anomalies] == ["redelivery"]
     # the group's rebalance on t-0 in the span, not the one on t-7 nor the one hours later
@@ -287,33 +290,33 @@ def test_a_story_numbers_processings_and_places_the_rebalance_between_them(publi
 def test_a_rebalance_before_the_first_processing_is_linked_within_the_poll_interval(published):
     processings = [{"n": 1, "member_id": "a", "ts": at("10:00:10")},
                    {"n": 2, "member_id": "b", "ts": at("10:00:50")}]
-    assert ex._relation(at("10:00:05"), processings, 60_000).startswith(
+    assert _relation(at("10:00:05"), processings, 60_000).startswith(
         "linked to processings #1 by a and #2 by b (it began 5,000 ms before #1)")
-    assert ex._relation(at("09:58:00"), processings, 60_000) is None
-    assert ex._relation(at("10:00:55"), processings, 60_000) is None
+    assert _relation(at("09:58:00"), processings, 60_000) is None
+    assert _relation(at("10:00:55"), processings, 60_000) is None
 
 
 def test_answers_say_why_there_is_no_story(published):
-    answer = ex.explain(published, ex.Query("t", key="other"))
+    answer = explain(published, Query("t", key="other"))
     assert not answer.found and answer.message.startswith(
         "key 'other' of topic t was not involved in any anomaly of this window "
         "(2026-11-19T00:00:00Z → 2026-11-20T00:00:00Z)")
-    answer = ex.explain(published, ex.Query("t", key="k", seq=2))
+    answer = explain(published, Query("t", key="k", seq=2))
     assert answer.message == ("key 'k' seq 2 of topic t was never sent: seq_gap "
                               "(between seq 1 and 3)")
-    answer = ex.explain(published, ex.Query("x", key="k"))
+    answer = explain(published, Query("x", key="k"))
     assert answer.message.startswith("topic x is not in this report")
-    answer = ex.explain(published, ex.Query("t", key="k"), limit=2)
+    answer = explain(published, Query("t", key="k"), limit=2)
     assert [s.seq for s in answer.stories] == [1, 3] and answer.matched == 3
     assert answer.message.startswith("3 messages match; the first 2 by seq are shown")
-    beyond = ex.explain(published, ex.Query("t", key="k", seq=4)).stories[0]
+    beyond = explain(published, Query("t", key="k", seq=4)).stories[0]
     assert beyond.note and "holds none of its rows" in beyond.note
     assert [a["anomaly"] for a in beyond.anomalies] == ["lost_unacked"]
-    assert ex.PER_ANOMALY == evidence_table.PER_ANOMALY
+    assert PER_ANOMALY == evidence_table.PER_ANOMALY
 
 
 def test_json_answer_is_plain_json(published):
-    data = ex.explain(published, ex.Query("t", key="k", seq=1)).to_json()
+    data = explain(published, Query("t", key="k", seq=1)).to_json()
     text = json.dumps(data)
     assert json.loads(text)["stories"][0]["processings"][1]["ts"] == "2026-11-19T10:00:50.000Z"
     assert data["seq_gaps"] == []

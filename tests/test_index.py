@@ -1,6 +1,7 @@
-"""The report root's cross-window index (storage/index.py, index_page.py): a week of daily
-windows published with storage.publish to a local folder and to S3 (a moto server), re-runs
-and backfills, the spike rule, the page, concurrency, healing and the failure policy.
+"""The report root's cross-window index (storage/index.py, index_rows.py, index_stores.py,
+index_page.py): a week of daily windows published with storage.publish to a local folder and
+to S3 (a moto server), re-runs and backfills, the spike rule, the page, concurrency, healing
+and the failure policy.
 
 The report folders are staged from tests/report_fixtures.make_report (the shape of a real
 report.json) with a window, a run and counts per day: no Spark.
@@ -29,6 +30,8 @@ from delivery_audit.storage import (
     PublishSettings,
     index,
     index_page,
+    index_rows,
+    index_stores,
     publish,
     read_manifest,
     rebuild_index,
@@ -244,7 +247,7 @@ def row(day: int, length_h: int = 24, **counts) -> dict:
 
 def flagged(rows: list[dict]) -> dict[str, list]:
     return {r["window_id"]: [(f["anomaly"], f["count"], f["median"]) for f in r["flags"]]
-            for r in index.flag_spikes(rows) if r["flags"]}
+            for r in index_rows.flag_spikes(rows) if r["flags"]}
 
 
 def test_spike_rule():
@@ -267,7 +270,7 @@ def test_spike_rule():
     # a backfill of an earlier window re-judges the later ones: day 5 gets its 3rd neighbour
     week = [row(1, a=3), row(2, a=3), row(5, a=20)]
     assert flagged(week) == {}
-    assert flagged(index.merge(week, row(3, a=3))) == {"w5-24": [("a", 20, 3)]}
+    assert flagged(index_rows.merge(week, row(3, a=3))) == {"w5-24": [("a", 20, 3)]}
 
 
 # --------------------------------------------------------------------------- the page
@@ -322,7 +325,7 @@ def slow_reads(monkeypatch, seconds: float = 0.25) -> None:
         time.sleep(seconds)
         return rows
 
-    monkeypatch.setattr(index, "parse_rows", slow)
+    monkeypatch.setattr(index, "parse_rows", slow)  # the name update_index reads
 
 
 def race(tmp_path: Path, where, days: tuple[int, ...]) -> dict[int, object]:
@@ -368,7 +371,7 @@ def test_without_the_index_lock_concurrent_updates_lose_rows(tmp_path, monkeypat
     where = Local(tmp_path / "reports")
     publish_day(tmp_path, where, 1, "run-1")
     slow_reads(monkeypatch)
-    monkeypatch.setattr(index.LocalIndexStore, "lock", lambda self: contextlib.nullcontext())
+    monkeypatch.setattr(index_stores.LocalIndexStore, "lock", lambda self: contextlib.nullcontext())
     race(tmp_path, where, (2, 3, 4))
     assert len(the_index(where)["windows"]) < 4
 
@@ -451,7 +454,7 @@ def test_a_failing_index_update_leaves_the_window_published(tmp_path, monkeypatc
     def broken(doc):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(index_page, "render_index_html", broken)
+    monkeypatch.setattr(index, "render_index_html", broken)  # the name the update calls
     manifest = publish_day(tmp_path, where, 2, "run-2")
     assert read_manifest(where.dest, rel(2)) == manifest, "published all the same"
     assert where.read(INDEX_JSON) == before, "the index is untouched (no half update)"
@@ -491,8 +494,8 @@ def test_a_lost_window_lock_leaves_the_index_to_the_newer_publication(tmp_path):
     where = Local(tmp_path / "reports")
     publish_day(tmp_path, where, 1, "run-1")
     before = where.read(INDEX_JSON)
-    store = index.LocalIndexStore(tmp_path / "reports", "r", FAST)
-    new = index.row_from_report(day_report(1, "late"), rel(1), {
+    store = index_stores.LocalIndexStore(tmp_path / "reports", "r", FAST)
+    new = index_rows.row_from_report(day_report(1, "late"), rel(1), {
         "window_id": wid(1), "run_id": "late", "written_at": "2026-11-02T00:00:00Z"})
 
     def lost():

@@ -20,10 +20,10 @@ import pytest
 from frames import END, START, Log
 from report_fixtures import EVIL, make_report
 
-from delivery_audit import explain as ex
 from delivery_audit.anomaly_table import SCHEMA, read_anomalies
 from delivery_audit.config import AuditConfig, GroupConfig
 from delivery_audit.core.window import AuditWindow
+from delivery_audit.explain import composing, printing
 from delivery_audit.notify import ALERT_LOGGER, LogNotifier
 from delivery_audit.remediation import write_remediation
 from delivery_audit.remediation.commands import (
@@ -402,12 +402,12 @@ def test_alerts_carry_the_transaction_anomalies_and_findings(caplog, table):
 
 def test_explain_names_a_copys_transaction_and_the_marker():
     at = datetime(2026, 11, 19, 10, tzinfo=UTC)
-    story = ex.Story("t", "k", 1)
+    story = composing.Story("t", "k", 1)
     story.copies = [{"ts": at, "producer_id": "7", "topic": "t", "partition": 0, "offset": 0,
                      "status": "aborted"}]
     (entry,) = story.timeline()
     assert entry["what"] == "written to the log" and entry["detail"] == "transaction aborted"
-    text = ex._evidence_text({"anomaly": "aborted_read", "topic": "t", "partition": 0,
+    text = printing._evidence_text({"anomaly": "aborted_read", "topic": "t", "partition": 0,
                               "offset": 0, "related_partition": 0, "related_offset": 1,
                               "ts": at, "related_ts": at, "member_id": "m1",
                               "detail": "pid 7 epoch 0; aborted by the marker at offset 1"})

@@ -172,8 +172,10 @@ def explain(
     anomalies and the group events around it. No Spark."""
     from datetime import timedelta
 
-    from .explain import ExplainError, Query, load, parse_partition, render
-    from .explain import explain as tell
+    from .explain.answering import explain as tell
+    from .explain.printing import render
+    from .explain.reading import ExplainError, load
+    from .explain.selecting import Query, parse_partition
 
     try:
         if (key is None) == (partition is None) or (key is not None and topic is None) or (

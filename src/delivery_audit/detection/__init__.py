@@ -2,7 +2,7 @@
 
 Three passes, each ending in one exchange of routed rows (routes.py):
 
-1. **by key** (keyed.py): sends, broker copies and ledger rows of every (topic, key) in
+1. **by key** (keyed/): sends, broker copies and ledger rows of every (topic, key) in
    one sort; identity figures, judging, the write-side rules (write_side.py);
 2. **by (group, topic, partition)** and **by (group, identity)**: the consumer side
    (consumer.py: redelivery.py, retries.py, ordering.process_reorder, overlap candidates),
@@ -53,6 +53,7 @@ from . import (
     write_side,
 )
 from .facts import Facts, compute_facts
+from .keyed import layout as keyed_layout
 
 __all__ = ["Detection", "Facts", "detect"]
 
@@ -123,10 +124,10 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     outcomes = transactions.outcomes(frames["broker"], facts)
     by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts, outcomes)
     pass2, identities = by_key.exchanged, by_key.identities
-    pairs = routes.of_kind(pass2, keyed.P)
+    pairs = routes.of_kind(pass2, keyed_layout.P)
     sla = {g: ms for g in facts.group_ids if (ms := config.sla_ms(g)) is not None}
     pass3 = routes.exchange(
-        consumer.consumer_rows(routes.of_kind(pass2, keyed.L), window)
+        consumer.consumer_rows(routes.of_kind(pass2, keyed_layout.L), window)
         .unionByName(delivery_states.states_pass(pairs, sla)))
     names = [f.name for f in ANOMALY_SCHEMA.fields]
     # one aggregation per transaction, read by the hanging ones and the report's table
@@ -134,9 +135,9 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     txn_anomalies = [] if txns is None else [
         transactions.hanging_rows(txns, config, window, facts)]
     anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
-        routes.of_kind(pass2, keyed.A),
-        write_side.first_move(routes.of_kind(pass2, keyed.K)),
-        ordering.write_reorder(routes.of_kind(pass2, keyed.W)),
+        routes.of_kind(pass2, keyed_layout.A),
+        write_side.first_move(routes.of_kind(pass2, keyed_layout.K)),
+        ordering.write_reorder(routes.of_kind(pass2, keyed_layout.W)),
         routes.of_kind(pass3, consumer.A),
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),

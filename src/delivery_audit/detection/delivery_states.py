@@ -5,7 +5,7 @@ late_delivery (contract §9) compares a pair's first success with the time that 
 
 Pass 2 routes, for each judged identity, one *pair* row per group consuming its topic (its
 figures from pass 1, and whether the group went past every copy: rule 12) and every
-successful processing of the identity, by group (keyed.py). One window over (group,
+successful processing of the identity, by group (keyed/routed_rows.py). One window over (group,
 identity) counts the successes k and orders them (delivery_states._counted); per pair the
 precedence: k ≥ 2
 ``delivered_duplicate``, k = 1 ``delivered_once``; else with a broker copy, ``skipped`` if

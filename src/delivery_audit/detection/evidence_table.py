@@ -1,5 +1,5 @@
 """The published evidence table (``evidence/``): the source rows behind the anomalies, so
-that ``delivery-audit explain`` (explain.py) can tell one message's story from the
+that ``delivery-audit explain`` (the explain package) can tell one message's story from the
 published folder alone, without Spark.
 
 What it holds, per identity (topic, key, seq) named by an anomaly row (seq_gap's missing
@@ -11,7 +11,7 @@ anomaly bring their identity in (the first by topic, key, seq): a day that lags 
 millions of records does not copy its input into the report.
 
 How it is computed: inside detection's one write (no Spark job of its own, no pass over
-the inputs). The rows come from pass 1's two leaves (keyed.py), which are hash partitioned
+the inputs). The rows come from pass 1's two leaves (keyed/), which are hash partitioned
 by (topic, key) and sorted by identity: the anomaly rows' identities, repartitioned the
 same way, select them with a merge semi join that shuffles and sorts the identities only.
 The rows travel in the anomaly table's schema (``_table=evidence``; :data:`TRANSPORT`
@@ -28,7 +28,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from ..schemas import ANOMALY_SCHEMA
-from .keyed import ID, KEY, LEDGER, SEND, KeyedPass
+from .keyed import KeyedPass
+from .keyed.layout import ID, KEY, LEDGER, SEND
 
 PER_ANOMALY = 5000  # anomaly rows per anomaly name whose identity the evidence keeps
 FILE = "evidence.parquet"

@@ -15,7 +15,7 @@ same rows (no further exchange) give every row
   ascending order), and the first offset that carries it: a transactional row with a lower
   epoch is a zombie write (rule 24).
 
-That leaf (:func:`outcomes`) feeds pass 1 (keyed.py: aborted rows are no copies, rule 22;
+That leaf (:func:`outcomes`) feeds pass 1 (keyed/: aborted rows are no copies, rule 22;
 the ledger rows at their offsets are aborted reads) and two small aggregates written with
 the facts: the transactions of each partition (:func:`summary_rows`) and the open ones that
 hang (:func:`hanging_rows`). Without transactions the broker rows are pass 1's as before,
@@ -73,7 +73,7 @@ def outcomes(broker: DataFrame, facts: Facts) -> DataFrame:
     return routes.checkpoint(out)
 
 
-# -- anomalies decided on pass 1's rows (keyed.py) ----------------------------------------
+# -- anomalies decided on pass 1's rows (keyed/) ------------------------------------------
 
 def zombie_write() -> tuple[X, X]:
     """A judged identity's transactional copy, whatever its outcome, whose producer epoch

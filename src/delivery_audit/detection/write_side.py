@@ -1,7 +1,7 @@
 """Producer→broker rules: lost_acked, lost_unacked, written_despite_failure, seq_gap,
 dup_write (with its cause) and key_partition_split. Counted once (not per group).
 
-Each rule is a condition on a row of pass 1 (detection/keyed.py) and the anomaly row it
+Each rule is a condition on a row of pass 1 (detection/keyed/) and the anomaly row it
 emits: identity rules read an identity's row (its figures, aggregated), copy rules a broker
 row joined with its identity and the key's previous copy (``prev``).
 """

@@ -22,7 +22,9 @@ rebuilt from the report folders when it is missing or damaged (``index.py``).
   how (``DELIVERY_AUDIT_PUBLISH_ATTEMPTS``, ``DELIVERY_AUDIT_PUBLISH_RETRY_DELAY_S``);
 * ``lock.py``: the window's lock, local (flock) and S3 (a lease,
   ``DELIVERY_AUDIT_PUBLISH_LOCK_WAIT_S``, ``DELIVERY_AUDIT_PUBLISH_LOCK_LEASE_S``);
-* ``index.py``: the cross-window index at the destination's root; ``index_page.py`` its page;
+* ``index.py``: the cross-window index at the destination's root (its update and rebuild);
+  ``index_rows.py`` its rows and spike rule; ``index_stores.py`` where it lives (local or
+  S3, with its lock); ``index_page.py`` its page;
 * ``settings.py``: :class:`PublishSettings` and :class:`PublishError`.
 """
 
