@@ -3,6 +3,7 @@
 Rules, in this order (the worst outcome wins):
 
 * ``balance_ok`` false (overall or for a group) → fail: the states do not add up.
+* The results validation (GX's results suite, quality/results.py) failed → fail.
 * A critical anomaly with a count > 0 → fail, unless ``allow_critical`` is set.
 * Thresholds ``{"warn": n, "fail": n}`` trigger when a count is **greater** than n.
   ``topic_thresholds[topic][anomaly]`` judges that topic's units
@@ -114,8 +115,12 @@ def _severity(report: dict, name: str) -> str:
     return spec.severity if spec else "info"
 
 
-def decide(report: dict, config: AuditConfig) -> dict:
-    """{"verdict": "pass"|"warn"|"fail", "reasons": [...]} (fail reasons first)."""
+def decide(report: dict, config: AuditConfig,
+           results_validation: dict | None = None) -> dict:
+    """{"verdict": "pass"|"warn"|"fail", "reasons": [...]} (fail reasons first): the one
+    place the verdict is decided. ``results_validation``: the results suite's outcome
+    (``{"success": …, "failed": […]}``; default: the report's own ``results_validation``);
+    a failed one fails the run, whatever the figures say."""
     validate_thresholds(config)
     found: list[tuple[str, str]] = []  # (level, reason)
 
@@ -149,6 +154,11 @@ def decide(report: dict, config: AuditConfig) -> dict:
             if severity == "critical" and not config.allow_critical:
                 continue  # already a fail above
             found.append(("warn", f"{where} = {check.count} ({severity})"))
+
+    results = report.get("results_validation") if results_validation is None \
+        else results_validation
+    if isinstance(results, dict) and results.get("success") is False:
+        found.append(("fail", "results validation failed"))
 
     verdict = "pass"
     for level, _ in found:
