@@ -4,8 +4,9 @@
 the config, the Spark to run on: a session, a master or a Spark Connect endpoint, whether
 to publish and alert) and returns an :class:`AuditResult` (the report, where it was
 published, the verdict's exit status, the manifest); an audit that cannot finish raises
-:class:`AuditFailed` with its exit status. The CLI, jobs/reconcile.py, the Airflow tasks
-and the tests all call it.
+:class:`AuditFailed` with its exit status (these types, and ``build_request`` for
+command-line style values: delivery_audit/request.py). The CLI, jobs/reconcile.py, the
+Airflow tasks and the tests all call it.
 
 extract:   resolve and ingest each source (quarantine, accounting), validate inputs (GX)
 transform: detect every anomaly and delivery state
@@ -21,9 +22,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
@@ -34,9 +34,7 @@ from pyspark.sql import functions as F
 
 from . import __version__
 from .anomaly_table import read_anomalies
-from .config import AuditConfig
 from .core.timefmt import epoch_ms, iso_z
-from .core.window import AuditWindow
 from .detection import detect
 from .detection.facts import facts_from
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
@@ -49,13 +47,13 @@ from .redaction import redact_text
 from .remediation import write_remediation
 from .report.assemble import (
     Detected,
+    IngestionSummary,
     ReportParts,
     RunInfo,
     RunTimings,
     Validation,
     assemble,
 )
-from .report.assemble import Ingestion as IngestionSummary
 from .report.digest import Digest
 from .report.html import render_html
 from .report.insights import build_insights, insight_tables
@@ -64,6 +62,17 @@ from .report.offsets import partition_offsets
 from .report.summary import anomaly_count_table, build_transactions
 from .report.transactions import transaction_evidence
 from .report.verdict import decide
+from .request import (
+    EXIT_FAIL,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_PUBLISH,
+    AuditFailed,
+    AuditRequest,
+    AuditResult,
+    StageHook,
+    build_request,
+)
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import (
     JobCounter,
@@ -78,60 +87,8 @@ from .storage import PublishError, publish
 
 log = logging.getLogger("delivery_audit")
 
-EXIT_OK = 0  # verdict pass or warn
-EXIT_INPUT = 1  # unreadable or invalid input, or no Spark Connect server
-EXIT_FAIL = 3  # verdict fail: the report is published
-EXIT_PUBLISH = 4  # the report could not be published
-
-#: a stage hook: called with the stage's name, returns a context manager around the stage
-StageHook = Callable[[str], AbstractContextManager[Any]]
-
-
-class AuditFailed(Exception):
-    """An audit that could not finish: ``kind`` (``input``, ``publish``, ``spark connect``),
-    the message (redacted: no URL user-info, token or secret) and the exit status."""
-
-    def __init__(self, kind: str, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.kind, self.exit_code = kind, exit_code
-
-
-@dataclass
-class AuditRequest:
-    inputs: dict[str, list[str]]  # source -> globs/URIs; "events" optional
-    window: AuditWindow
-    out: str
-    config: AuditConfig = field(default_factory=AuditConfig)
-    formats: dict[str, str] = field(default_factory=dict)
-    notify: bool = True  # alert on warn/fail through the config's notifier
-    topics: list[str] = field(default_factory=list)  # audit only these topics
-    groups: list[str] = field(default_factory=list)  # judge only these groups
-    # the Spark to run on: this session (left open), else a new session on ``master``
-    # (default: spark-submit's, SPARK_MASTER, local[2]), else a Spark Connect client of
-    # ``remote`` (default SPARK_REMOTE), stopped after the audit
-    spark: SparkSession | None = None
-    master: str | None = None
-    remote: str | None = None
-    publish: bool = True  # False: report in the result only, nothing written to ``out``
-    on_stage: StageHook | None = None  # around every stage (Spark jobs are labelled anyway)
-
-    @property
-    def audited_config(self) -> AuditConfig:
-        """The config judging the requested groups (all of them when none are named)."""
-        return self.config.only_groups(self.groups) if self.groups else self.config
-
-    @property
-    def destination(self) -> str:
-        return f"{self.out.rstrip('/')}/{self.window.relative_dir}"
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    report: dict[str, Any]
-    destination: str  # the published window folder
-    exit_code: int  # EXIT_FAIL for a fail verdict, else EXIT_OK
-    manifest: dict[str, Any] | None = None  # None when not published
-
+__all__ = ["EXIT_FAIL", "EXIT_INPUT", "EXIT_OK", "EXIT_PUBLISH", "AuditFailed", "AuditRequest",
+           "AuditResult", "Stages", "build_request", "run_audit"]
 
 class Stages:
     """Wall time per stage, reported in report.json and by the benchmark; ``hooks`` wrap

@@ -16,13 +16,11 @@ from rich.table import Table
 
 from .adapters.convert_command import UsageError, build_config, parse_options, run_convert
 from .adapters.convert_command import render as render_conversion
-from .config import load_config
-from .core.window import AuditWindow, resolve_grace
 from .explain import ExplainError, Query, load, parse_partition
 from .explain import explain as tell
 from .explain import render as render_story
 from .notify import index_link
-from .paths import check_plain_text, check_relative_dir, check_report_root
+from .paths import check_report_root
 from .redaction import redact_text
 from .storage import INDEX_HTML, rebuild_index
 
@@ -114,29 +112,15 @@ def run(
                       ] = True,
 ) -> None:
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
-    from .audit import AuditFailed, AuditRequest, run_audit  # PySpark: `run` only (above)
-    from .privacy import pseudonym_key
-    from .schemas import SOURCES
+    from .audit import AuditFailed, build_request, run_audit  # PySpark: `run` only (above)
 
     try:
-        check_report_root(out)
-        for name in [*(topic or []), *(group or [])]:
-            check_plain_text(name, f"--topic/--group {name!r}")
-        cfg = load_config(config)
-        window = AuditWindow.of(start, end, resolve_grace(grace, cfg.grace_minutes)[0])
-        check_relative_dir(window.relative_dir)
-        formats = dict(_split_format(f, SOURCES) for f in fmt or [])
-        if cfg.pseudonymise:
-            pseudonym_key()  # fail here, before Spark starts, when the secret is missing
-        if master and spark_remote:
-            raise ValueError("give --master or --spark-remote, not both")
+        req = build_request(sends=sends, broker=broker, ledger=ledger, events=events,
+                            start=start, end=end, out=out, grace=grace, config=config,
+                            formats=fmt or [], topics=topic or [], groups=group or [],
+                            notify=notify, master=master, remote=spark_remote)
     except ValueError as exc:
         _fail(str(exc))
-    req = AuditRequest(inputs={"sends": sends, "broker": broker, "ledger": ledger,
-                               "events": events or []},
-                       window=window, out=out, config=cfg, formats=formats,
-                       topics=list(topic or []), groups=list(group or []), notify=notify,
-                       master=master, remote=spark_remote)
     try:
         result = run_audit(req)
     except AuditFailed as exc:  # its message is redacted
@@ -240,13 +224,6 @@ def convert(
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
         render_conversion(result, console)
-
-
-def _split_format(text: str, sources: tuple[str, ...]) -> tuple[str, str]:
-    source, sep, fmt = text.partition("=")
-    if not sep or source not in sources:
-        raise ValueError(f"--format takes SOURCE=FORMAT with SOURCE one of {', '.join(sources)}")
-    return source, fmt
 
 
 def add_commands_from_entry_points(target: typer.Typer, group: str = COMMANDS_GROUP) -> None:

@@ -272,9 +272,8 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
         from delivery_audit.spark import get_spark
 
         spark = get_spark("delivery-audit-lab")
-    result = run_audit(spark, AuditRequest(inputs=files, window=window,
-                                           out=str(workdir / "reports"), config=config,
-                                           notify=False))
+    result = run_audit(AuditRequest(inputs=files, window=window, out=str(workdir / "reports"),
+                                    config=config, notify=False, spark=spark))
     return LabResult(workdir, result.destination, result.report, files, notes)
 
 

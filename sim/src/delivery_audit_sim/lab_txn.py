@@ -245,9 +245,9 @@ def audit_transactions(recording: TxnRecording, spark=None) -> TxnLabResult:
         from delivery_audit.spark import get_spark
 
         spark = get_spark("delivery-audit-lab")
-    result = run_audit(spark, AuditRequest(
+    result = run_audit(AuditRequest(
         inputs=recording.files, window=window, out=str(recording.workdir / "reports"),
-        config=AuditConfig.from_dict(audit_config()), notify=False))
+        config=AuditConfig.from_dict(audit_config()), notify=False, spark=spark))
     return TxnLabResult(recording, result.destination, result.report)
 
 

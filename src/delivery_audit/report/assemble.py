@@ -51,7 +51,7 @@ class RunTimings:
 
 
 @dataclass(frozen=True)
-class Ingestion:
+class IngestionSummary:
     """The window, the audit's settings and what every source read (extract's summary)."""
 
     window: dict[str, Any]
@@ -99,7 +99,7 @@ class ReportParts:
     """Every stage's result; the later ones None until their stage has run."""
 
     run: RunInfo
-    ingestion: Ingestion
+    ingestion: IngestionSummary
     detected: Detected
     input_validation: dict[str, Validation] | None = None  # per source
     rebalances: dict[str, Any] | None = None
