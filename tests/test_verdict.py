@@ -161,6 +161,15 @@ def test_fail_when_the_results_validation_failed_passed_in_or_in_the_report():
     assert decide({**r, "results_validation": passed}, AuditConfig())["verdict"] == "warn"
 
 
+def test_a_failed_results_validation_adds_no_reason_to_a_run_that_fails_already():
+    """The results suite re-checks the critical counts: a lost message fails both; the
+    reasons name the lost message, not the suite a second time."""
+    r = make_report(counts={"lost_acked": 1})
+    out = decide(r, AuditConfig(), {"success": False, "failed": ["critical"]})
+    assert out == {"verdict": "fail",
+                   "reasons": ["lost_acked = 1 (critical; allow_critical is off)"]}
+
+
 def test_a_report_that_breaks_the_results_suite_fails_the_run():
     """The results suite (GX, quality/results.py) on a report whose figures disagree (a count
     that is not the sum of its per-topic counts) fails; decide() turns that into a fail,
