@@ -33,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
+from . import spark as sessions
 from .anomaly_table import read_anomalies
 from .core.timefmt import epoch_ms, iso_z
 from .detection import detect
@@ -76,7 +77,6 @@ from .request import (
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import (
     JobCounter,
-    get_spark,
     job_labels,
     session_kind,
     spark_remote,
@@ -135,9 +135,9 @@ def _session(req: AuditRequest) -> tuple[SparkSession, bool]:
         raise ValueError("give a Spark master or a Spark Connect endpoint, not both")
     prepare_in_background()  # GX's imports overlap the JVM's start (or the connection)
     url = None if req.master else spark_remote(req.remote)
-    try:
-        return get_spark(master=req.master, remote=url, input_bytes=None if url else local_size(
-            [p for patterns in req.inputs.values() for p in patterns or []])), bool(url)
+    size = None if url else local_size([p for ps in req.inputs.values() for p in ps or []])
+    try:  # through the module: tests that must not start Spark replace sessions.get_spark
+        return sessions.get_spark(master=req.master, remote=url, input_bytes=size), bool(url)
     except Exception as exc:  # noqa: BLE001 - e.g. no Connect server at that address
         if not url:
             raise
