@@ -90,6 +90,7 @@ log = logging.getLogger("delivery_audit")
 __all__ = ["EXIT_FAIL", "EXIT_INPUT", "EXIT_OK", "EXIT_PUBLISH", "AuditFailed", "AuditRequest",
            "AuditResult", "Stages", "build_request", "run_audit"]
 
+
 class Stages:
     """Wall time per stage, reported in report.json and by the benchmark; ``hooks`` wrap
     every stage (e.g. spark.job_labels)."""
