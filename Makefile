@@ -17,7 +17,7 @@ BENCH_MESSAGES ?= 1000000
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
+$(STAMP): pyproject.toml sim/pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh $(PY) $(VENV)
 	touch $(STAMP)
 

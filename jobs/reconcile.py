@@ -4,29 +4,38 @@
         --sends GLOB --broker GLOB --ledger GLOB [--events GLOB]
         --start ISO --end ISO [--grace 60m] [--config FILE] --out DIR_OR_URI [--stage all]
 
-The arguments are those of `delivery-audit run`; the Spark master comes from
+The arguments are those of `delivery-audit run` (parsed here; the job calls the engine's
+entry point, delivery_audit.audit.run_audit, not the CLI); the Spark master comes from
 spark-submit. One run validates the inputs (GX), reconciles, validates the results and
 publishes the report with its manifest last. Exit status: 0 pass/warn, 1 unreadable
-input, 3 verdict fail.
+input, 2 bad arguments, 3 verdict fail, 4 publishing failed.
 
 On a cluster, ship the library with ``--py-files`` (a zip of ``delivery_audit`` with its GX
 suites, ``delivery_audit.core.packaging.package_zip``) and set PYSPARK_PYTHON to an interpreter
 that has the dependencies; ``delivery_audit.core.submit`` builds that command line.
 
 Every Spark job is labelled with the audit stage that runs it (the job description in the
-Spark UI and REST API, e.g. ``audit: rule_redelivery``). DELIVERY_AUDIT_PROBE_EXECUTORS=1
-first runs one tiny task per executor core and prints, on stderr, which Python and which
-``delivery_audit`` each executor imports.
+Spark UI and REST API, e.g. ``audit: rule_redelivery``: the engine's stage hook,
+delivery_audit.spark.job_labels). DELIVERY_AUDIT_PROBE_EXECUTORS=1 first runs one tiny task
+per executor core and prints, on stderr, which Python and which ``delivery_audit`` each
+executor imports.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import sys
-from contextlib import contextmanager
+
+from pyspark import SparkContext
+
+import delivery_audit
+from delivery_audit.audit import AuditFailed, build_request, run_audit
+from delivery_audit.redaction import redact_text
+from delivery_audit.spark import JOB_LABEL, get_spark
 
 STAGES = ("all",)
-JOB_LABEL = "audit: "
 
 
 def connect_to_spark_submit() -> None:
@@ -36,51 +45,17 @@ def connect_to_spark_submit() -> None:
     (spark.ui.enabled, spark.sql.shuffle.partitions, spark.driver.host, …); without this, the
     defaults would silently replace them."""
     if "PYSPARK_GATEWAY_PORT" in os.environ:
-        from pyspark import SparkContext
-
         SparkContext._ensure_initialized()
-
-
-def label_spark_jobs() -> None:
-    """Set the Spark job description to the running audit stage (nested stages restore the
-    outer one), by wrapping ``delivery_audit.audit.Stages.stage``."""
-    try:
-        from delivery_audit.audit import Stages
-    except ImportError:  # pragma: no cover - nothing to label
-        return
-    original = getattr(Stages, "stage", None)
-    if original is None or getattr(original, "_labels_spark_jobs", False):
-        return
-
-    @contextmanager
-    def stage(self, name: str):
-        from pyspark import SparkContext
-
-        sc = SparkContext._active_spark_context
-        previous = sc.getLocalProperty("spark.job.description") if sc else None
-        if sc:
-            sc.setJobDescription(f"{JOB_LABEL}{name}")
-        try:
-            with original(self, name):
-                yield
-        finally:
-            if sc:
-                sc.setJobDescription(previous)  # type: ignore[arg-type]
-
-    stage._labels_spark_jobs = True  # type: ignore[attr-defined]
-    Stages.stage = stage  # type: ignore[method-assign]
 
 
 def probe_executors() -> list[str]:
     """One task per default-parallelism slot: which Python and which delivery_audit runs it."""
-    import delivery_audit
-    from delivery_audit.spark import get_spark
-
     spark = get_spark()
     sc = spark.sparkContext
     n = max(int(sc.defaultParallelism), 1)
 
     def where(_):
+        # imported on the executor, in its own Python: what this probe reports
         import os as _os
         import socket
         import sys as _sys
@@ -100,31 +75,64 @@ def probe_executors() -> list[str]:
     return lines
 
 
-def main(argv: list[str]) -> int:
-    args = list(argv)
-    if "--stage" in args:
-        i = args.index("--stage")
-        stage = args[i + 1] if i + 1 < len(args) else ""
-        if stage not in STAGES:
-            print(f"error: --stage {stage!r} is not supported (one of {', '.join(STAGES)}); "
-                  "the job runs every stage in one Spark application", file=sys.stderr)
-            return 2
-        del args[i:i + 2]
-    from delivery_audit.cli import app
+def parser() -> argparse.ArgumentParser:
+    """`delivery-audit run`'s options (repeatable ones: once per value), and ``--stage``."""
+    p = argparse.ArgumentParser(prog="reconcile", description=__doc__.split("\n\n")[0])
+    for source in ("sends", "broker", "ledger"):
+        p.add_argument(f"--{source}", action="append", required=True, metavar="GLOB")
+    p.add_argument("--events", action="append", default=[], metavar="GLOB")
+    p.add_argument("--start", required=True, help="window start, ISO-8601")
+    p.add_argument("--end", required=True, help="window end, ISO-8601, exclusive")
+    p.add_argument("--out", required=True, help="report root: a directory or s3://bucket/…")
+    p.add_argument("--grace", help="late-read grace, e.g. 60m (default: the config's, 60m)")
+    p.add_argument("--config", help="audit config, YAML or JSON")
+    p.add_argument("--format", action="append", default=[], dest="formats",
+                   metavar="SOURCE=FORMAT")
+    p.add_argument("--topic", action="append", default=[], dest="topics")
+    p.add_argument("--group", action="append", default=[], dest="groups")
+    p.add_argument("--master", help="Spark master (default: spark-submit's)")
+    p.add_argument("--spark-remote", help="a Spark Connect endpoint instead (sc://HOST:PORT)")
+    p.add_argument("--json", action="store_true", help="print report.json to stdout")
+    p.add_argument("--notify", action=argparse.BooleanOptionalAction, default=True,
+                   help="alert on warn/fail through the configured notifier")
+    p.add_argument("--stage", default="all",
+                   help="all (the only one: every stage runs in one Spark application)")
+    return p
 
+
+def main(argv: list[str]) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # argparse has printed the usage error
+        return int(exc.code or 0)
+    if args.stage not in STAGES:
+        print(f"error: --stage {args.stage!r} is not supported (one of {', '.join(STAGES)}); "
+              "the job runs every stage in one Spark application", file=sys.stderr)
+        return 2
+    try:
+        req = build_request(sends=args.sends, broker=args.broker, ledger=args.ledger,
+                            events=args.events, start=args.start, end=args.end, out=args.out,
+                            grace=args.grace, config=args.config, formats=args.formats,
+                            topics=args.topics, groups=args.groups, notify=args.notify,
+                            master=args.master, remote=args.spark_remote)
+    except ValueError as exc:
+        print(f"error: {redact_text(exc)}", file=sys.stderr)
+        return 1
     connect_to_spark_submit()
-    label_spark_jobs()
     if os.environ.get("DELIVERY_AUDIT_PROBE_EXECUTORS") == "1":
         probe_executors()
     try:
-        # click returns the command's exit code instead of exiting
-        code = app(["run", *args], prog_name="reconcile", standalone_mode=False)
-    except Exception as exc:  # click usage errors carry their exit code
-        if getattr(exc, "exit_code", None) is None:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
-    return int(code or 0)
+        result = run_audit(req)
+    except AuditFailed as exc:  # its message is redacted
+        print(f"{exc.kind} error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    verdict = result.report["verdict"]
+    if args.json:
+        sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
+    print(f"verdict {verdict['verdict']}: {'; '.join(verdict['reasons']) or 'no findings'}",
+          file=sys.stderr)
+    print(f"report: {result.destination}/report.html", file=sys.stderr)
+    return result.exit_code
 
 
 if __name__ == "__main__":

@@ -164,9 +164,9 @@ def inner_audit(data: Path, out: Path) -> dict:
     spark = _session()
     req = AuditRequest(inputs={s: [str(data / s / "*")] for s in SOURCES},
                        window=AuditWindow.of(START, END, 60), out=str(out),
-                       config=load_config(data / "config.yaml"), notify=False)
+                       config=load_config(data / "config.yaml"), notify=False, spark=spark)
     t0 = time.perf_counter()
-    result = run_audit(spark, req)
+    result = run_audit(req)
     seconds = time.perf_counter() - t0
     return {"seconds": seconds, "stages": result.report["run"]["stages"],
             "counts": {k: v["count"] for k, v in result.report["anomalies"].items()},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -74,8 +75,6 @@ def dags_test(dag_id: str, logical_date: str | None = None, conf: dict | None = 
 
 def task_states(dag_id: str, home: Path = AIRFLOW_HOME) -> dict[str, str]:
     """task_id → state of the latest run of dag_id (read from the SQLite metadata DB)."""
-    import sqlite3
-
     con = sqlite3.connect(home / "airflow.db")
     try:
         row = con.execute("SELECT run_id FROM dag_run WHERE dag_id=? ORDER BY id DESC LIMIT 1",
@@ -112,3 +111,26 @@ def aws_connection(endpoint: str) -> str:
     ``extra.endpoint_url``, as a deployment gives its MinIO or S3."""
     return json.dumps({"conn_type": "aws", "login": "moto-e2e", "password": AWS_SECRET,
                        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}})
+
+
+def truth_differences(report: dict, truth: dict) -> list[str]:
+    """Where a published report's figures differ from the generator's truth.json (the
+    same comparison as tests/test_scenarios.py): every anomaly count, the dup_write and
+    redelivery causes, the judged messages and each group's judged and states. Empty when
+    the audit found exactly the injected faults."""
+    found = report["anomalies"]
+    diffs = [f"{a}: {found.get(a, {}).get('count')} != truth {n}"
+             for a, n in truth["anomalies"].items() if found.get(a, {}).get("count") != n]
+    for a, causes in truth["by_cause"].items():
+        got = {c: found[a]["by_cause"].get(c) for c in causes}
+        if got != causes:
+            diffs.append(f"{a} by cause: {got} != truth {causes}")
+    if report["judged"] != truth["judged"]:
+        diffs.append(f"judged: {report['judged']} != truth {truth['judged']}")
+    for g, expected in truth["groups"].items():
+        got = report["groups"].get(g) or {}
+        states = {s: (got.get("states") or {}).get(s) for s in expected["states"]}
+        if got.get("judged") != expected["judged"] or states != expected["states"]:
+            diffs.append(f"group {g}: judged {got.get('judged')}, states {states} != truth "
+                         f"{expected['judged']}, {expected['states']}")
+    return diffs

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from delivery_audit.cli import app
+
 DATA = Path(__file__).parent / "data" / "small"
 WINDOW = ["--start", "2026-11-19T00:00:00Z", "--end", "2026-11-20T00:00:00Z"]
 REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
@@ -26,8 +28,6 @@ def small_audit(spark, tmp_path_factory) -> dict:
     """``args`` (the CLI arguments), ``out`` (the report root), ``result`` (the CliRunner
     result), ``report`` (report.json) and ``dir``: a copy of the published folder, which a
     later run into ``out`` (test_idempotence) leaves as it is."""
-    from delivery_audit.cli import app
-
     tmp = tmp_path_factory.mktemp("cli")
     for name in ("sends.jsonl", "broker.csv", "events.jsonl"):
         shutil.copy(DATA / name, tmp / name)

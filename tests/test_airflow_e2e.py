@@ -9,7 +9,8 @@ DAG-on-cluster path (spark_default → spark://…, --py-files) is covered witho
 run. The daily DAG runs a second time in Connect mode (the ``spark_connect_conn_id`` Param: a
 ``spark_connect`` Connection to a Spark Connect server on 127.0.0.1 that the test starts as
 ``make connect-up`` does, tests/connect_server.py): no spark-submit, the audit runs in the
-task's Python as a client of that server. Slow (Spark + Airflow)."""
+task's Python as a client of that server, and its report equals the spark-submit run's. Every
+published report's figures equal the generator's truth.json. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ import re
 import subprocess
 from pathlib import Path
 
+import boto3
 import pytest
+import yaml
 from airflow_helpers import (
     AWS_SECRET,
     VENV_BIN,
@@ -28,10 +31,13 @@ from airflow_helpers import (
     layout_inputs,
     task_logs,
     task_states,
+    truth_differences,
 )
 from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 from spark_cluster import spark_cluster  # noqa: F401  (fixture: master + 2 workers, 127.0.0.1)
+
+from delivery_audit.anomalies import ANOMALY_NAMES
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +50,7 @@ INPUTS = "kafka-logs"
 @pytest.fixture(scope="module")
 def day_data(tmp_path_factory) -> Path:
     """A small mixed day in the DAG's layout: <root>/<source>/dt=<day>/part-*.jsonl, and the
-    generator's config.yaml (the audit config stays a local file)."""
+    generator's config.yaml (the audit config stays a local file) and truth.json."""
     root = tmp_path_factory.mktemp("airflow-e2e")
     gen = root / "generated"
     out = subprocess.run([str(VENV_BIN / "delivery-audit"), "generate", "--scenario", "mixed",
@@ -54,14 +60,20 @@ def day_data(tmp_path_factory) -> Path:
     data = root / "data"
     layout_inputs(gen, data, DAY)
     (data / "config.yaml").write_text((gen / "config.yaml").read_text())
+    (data / "truth.json").write_text((gen / "truth.json").read_text())
     return data
+
+
+def _truth(day_data: Path) -> dict:
+    truth = json.loads((day_data / "truth.json").read_text())
+    assert truth["window"] == {"start": f"{DAY}T00:00:00Z", "end": "2026-11-20T00:00:00Z",
+                               "grace_minutes": 60}  # the daily window, the config's grace
+    return truth
 
 
 @pytest.fixture(scope="module")
 def s3(s3_endpoint, day_data):  # noqa: F811
     """The report bucket, and the day's inputs uploaded to s3://kafka-logs/<source>/dt=<day>/."""
-    import boto3
-
     client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="testing",
                           aws_secret_access_key="testing", region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
@@ -101,22 +113,36 @@ def _check_s3_went_through_the_connection(output: str, endpoint: str) -> None:
     assert AWS_SECRET not in output  # masked by Airflow; never in XCom (the plan)
 
 
-def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(day_data, s3,
-                                                                    s3_endpoint):  # noqa: F811
+@pytest.fixture(scope="module")
+def daily_run(day_data, s3, s3_endpoint) -> dict:  # noqa: F811
+    """The daily DAG's spark-submit run of the day (local[2]), once for the module: its
+    process, task states, logs and published report (None when it published none)."""
     env = _env(f"s3://{BUCKET}/daily", s3_endpoint, day_data / "config.yaml")
     proc = dags_test("delivery_audit_daily", "2026-11-20", env=env)
+    prefix = f"daily/dt={DAY}/{WID}/"
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+            .get("Contents", [])}
+    report = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"]
+                        .read()) if prefix + "report.json" in keys else None
+    return {"proc": proc, "states": task_states("delivery_audit_daily"), "keys": keys,
+            "output": proc.stdout + proc.stderr + task_logs("delivery_audit_daily"),
+            "prefix": prefix, "report": report}
+
+
+def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(daily_run, day_data, s3,
+                                                                    s3_endpoint):  # noqa: F811
+    proc, states, prefix = daily_run["proc"], daily_run["states"], daily_run["prefix"]
     assert proc.returncode == 0, _show(proc)
-    states = task_states("delivery_audit_daily")
     for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
         assert states[f"audit.{t}"] == "success", (states, _show(proc))
-    _check_s3_went_through_the_connection(
-        proc.stdout + proc.stderr + task_logs("delivery_audit_daily"), s3_endpoint)
-    prefix = f"daily/dt={DAY}/{WID}/"
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
-    assert {prefix + "report.json", prefix + "report.html", prefix + "_manifest.json"} <= keys
-    report = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"].read())
+    _check_s3_went_through_the_connection(daily_run["output"], s3_endpoint)
+    assert {prefix + "report.json", prefix + "report.html", prefix + "_manifest.json"} <= \
+        daily_run["keys"]
+    report = daily_run["report"]
     assert report["window"]["id"] == WID
     assert all(f.startswith(f"s3://{INPUTS}/") for f in report["inputs"]["sends"]["files"])
+    # the published figures are the faults the generator injected, no more, no fewer
+    assert truth_differences(report, _truth(day_data)) == []
     verdict = report["verdict"]["verdict"]
     assert states["audit.alert"] == ("skipped" if verdict == "pass" else "success")
     manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "_manifest.json")
@@ -126,11 +152,13 @@ def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(day_data, s3
     # tests/test_storage.py, without a second Spark job here)
 
 
-def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # noqa: F811
+def test_daily_dag_audits_through_spark_connect(daily_run, day_data, s3,
+                                                s3_endpoint,  # noqa: F811
                                                 connect_server):  # noqa: F811
     """The daily DAG with the spark_connect_conn_id Param: reconcile is a Spark Connect client
-    of the test's server (no spark-submit, no JVM of its own); the report is the one the
-    spark-submit run published for the same day, apart from the run metadata."""
+    of the test's server (no spark-submit, no JVM of its own); the report is the one its
+    classic twin (the spark-submit run of the same day, ``daily_run``) published, apart from
+    the run metadata, and both are the truth."""
     host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
     env = _env(f"s3://{BUCKET}/daily-connect", s3_endpoint, day_data / "config.yaml",
                connect={"conn_type": "spark_connect", "host": host, "port": int(port)})
@@ -149,26 +177,20 @@ def test_daily_dag_audits_through_spark_connect(day_data, s3, s3_endpoint,  # no
     assert report["run"]["spark_session"] == "connect"
     jobs = connect_server.jobs_tagged(f"delivery-audit-{report['run']['run_id']}")
     assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="daily/")
-            .get("Contents", [])}
-    if f"daily/dt={DAY}/{WID}/report.json" in keys:  # the spark-submit run's (same module)
-        classic = json.loads(s3.get_object(Bucket=BUCKET, Key=f"daily/dt={DAY}/{WID}/"
-                                           "report.json")["Body"].read())
-        assert classic["run"]["spark_session"] == "classic"
-        assert {k: v for k, v in report.items() if k != "run"} == \
-            {k: v for k, v in classic.items() if k != "run"}
+    classic = daily_run["report"]
+    assert classic is not None, _show(daily_run["proc"])
+    assert classic["run"]["spark_session"] == "classic"
+    assert {k: v for k, v in report.items() if k != "run"} == \
+        {k: v for k, v in classic.items() if k != "run"}
+    assert truth_differences(report, _truth(day_data)) == []
 
 
-def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3,
-                                                                s3_endpoint,  # noqa: F811
-                                                                tmp_path, spark_cluster):  # noqa: F811
-    """One backfill run, on the standalone cluster, inputs and reports on S3, checks the window
-    and, with thresholds that any count breaks, the alert path (exit 3 is a result, the alert
-    task reads the report from S3 and sends it through the log notifier)."""
-    import yaml
-
-    from delivery_audit.anomalies import ANOMALY_NAMES
-
+def test_backfill_dag_audits_its_window_to_the_truth_and_alerts_on_fail(
+        day_data, s3, s3_endpoint, tmp_path, spark_cluster):  # noqa: F811
+    """One backfill run, on the standalone cluster, inputs and reports on S3: the window of
+    its Params (the generated day, with its grace), whose report equals the generator's
+    truth; with thresholds that any count breaks, the alert path (exit 3 is a result, the
+    alert task reads the report from S3 and sends it through the log notifier)."""
     config = yaml.safe_load((day_data / "config.yaml").read_text()) or {}
     config["thresholds"] = {name: {"fail": 0} for name in ANOMALY_NAMES}  # any count fails
     strict = tmp_path / "strict.yaml"
@@ -176,28 +198,30 @@ def test_backfill_dag_judges_only_the_window_and_alerts_on_fail(day_data, s3,
     env = _env(f"s3://{BUCKET}", s3_endpoint, strict, master=spark_cluster.master_url,
                spark_conf={"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2})
     apps_before = {a["id"] for a in spark_cluster.status().get("completedapps", [])}
-    conf = {"start": f"{DAY}T10:00:00Z", "end": f"{DAY}T12:00:00Z", "grace_minutes": 30,
+    truth = _truth(day_data)
+    conf = {"start": truth["window"]["start"], "end": truth["window"]["end"],
+            "grace_minutes": truth["window"]["grace_minutes"],
             "report_prefix": "backfill/e2e"}
     proc = dags_test("delivery_audit_backfill", conf=conf, env=env)
     assert proc.returncode == 0, _show(proc)
-    window_dir = f"backfill/e2e/dt={DAY}/20261119T100000Z_20261119T120000Z/"
+    window_dir = f"backfill/e2e/dt={DAY}/{WID}/"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="backfill/")["Contents"]}
     assert sorted(k for k in keys if k.endswith("report.json")) == [window_dir + "report.json"]
     assert window_dir + "_manifest.json" in keys
     report = json.loads(s3.get_object(Bucket=BUCKET, Key=window_dir + "report.json")
                         ["Body"].read())
-    assert report["window"]["id"] == "20261119T100000Z_20261119T120000Z"
-    assert report["window"]["start"] == f"{DAY}T10:00:00Z"
-    assert report["window"]["end"] == f"{DAY}T12:00:00Z"
-    assert report["window"]["grace_minutes"] == 30
-    assert 0 < report["judged"] < 1500  # two hours of the day, not the day
+    assert report["window"]["id"] == WID
+    assert report["window"]["start"] == truth["window"]["start"]
+    assert report["window"]["end"] == truth["window"]["end"]
+    assert report["window"]["grace_minutes"] == truth["window"]["grace_minutes"]
+    assert truth_differences(report, truth) == []
     assert report["verdict"]["verdict"] == "fail"
     states = task_states("delivery_audit_backfill")
     assert states["audit.reconcile"] == "success" and states["audit.alert"] == "success"
     output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
     _check_s3_went_through_the_connection(output, s3_endpoint)
     assert "alert sent (notifier log): verdict fail" in output, _show(proc)
-    assert "Kafka delivery audit 20261119T100000Z_20261119T120000Z: FAIL" in output, _show(proc)
+    assert f"Kafka delivery audit {WID}: FAIL" in output, _show(proc)
     # it ran on the cluster, with the library shipped as --py-files
     assert f"--master {spark_cluster.master_url}" in output, _show(proc)
     assert "delivery_audit.zip" in output and "--py-files" in output, _show(proc)

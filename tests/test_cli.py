@@ -4,12 +4,20 @@ against hand-computed counts, with bad rows in every source."""
 from __future__ import annotations
 
 import json
+import re
+import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from delivery_audit.cli import app
+from delivery_audit.audit import Stages
+from delivery_audit.cli import COMMANDS_GROUP, app
+from delivery_audit.spark import JOB_LABEL, job_labels
+
+sys.path.append(str(Path(__file__).resolve().parents[1] / "jobs"))
+import reconcile  # noqa: E402  (jobs/reconcile.py, the spark-submit job)
 
 pytestmark = pytest.mark.audit  # the CLI as a user runs it (whole audits): not in make test-fast
 
@@ -144,3 +152,79 @@ def test_file_that_is_not_gzip_fails_naming_it(tmp_path):
         "--ledger", str(DATA / "ledger.jsonl"), *WINDOW, "--out", str(tmp_path / "o")])
     assert result.exit_code == 1
     assert "sends.jsonl.gz" in result.output and "not gzip" in result.output
+
+
+# the report as report/assemble.py puts it together, in docs/report-schema.md's order
+REPORT_KEYS = ["schema_version", "run", "window", "config", "inputs", "judged",
+               "judged_by_topic", "anomalies", "groups", "balance_ok", "transactions",
+               "latency_sla", "input_validation", "rebalances", "verdict", "results_validation",
+               "narrative", "remediation"]
+RUN_KEYS = ["run_id", "started_at", "tool_version", "spark_version", "spark_session",
+            "spark_master", "finished_at", "stages", "spark_jobs", "duration_s"]
+
+
+def test_the_report_has_every_section_in_order_and_the_page_its_duration(audited):
+    report = audited["report"]
+    assert list(report) == REPORT_KEYS
+    assert list(report["run"]) == RUN_KEYS
+    run = report["run"]
+    assert run["duration_s"] == round(sum(run["stages"].values()), 3) > 0
+    assert list(run["stages"])[-1] == "render_html"  # report.json is written after the page
+    # the results suite fails on the critical lost_acked too; the verdict names the anomaly
+    assert report["results_validation"]["success"] is False
+    assert report["verdict"]["reasons"][0].startswith("lost_acked = 1 (critical")
+    assert "results validation failed" not in report["verdict"]["reasons"]
+    # the page's header: the run's duration up to the page (issue: it showed "– s")
+    html = (audited["dir"] / "report.html").read_text(encoding="utf-8")
+    shown = re.search(r"· ([0-9][0-9.,]*) s · tool", html)
+    assert shown, html[:3000]
+    assert 0 < float(shown.group(1).replace(",", "")) <= run["duration_s"]
+
+
+def test_the_engine_labels_each_stages_spark_jobs(spark):
+    """Stages' hook from delivery_audit.spark: the job description names the running stage
+    (what jobs/reconcile.py's Spark UI shows), the outer one restored after."""
+    sc = spark.sparkContext
+    sc.setJobDescription("outer")
+    seen = {}
+    stages = Stages([job_labels(spark)])
+    try:
+        with stages.stage("detect"):
+            seen["detect"] = sc.getLocalProperty("spark.job.description")
+            spark.range(3).count()
+        seen["after"] = sc.getLocalProperty("spark.job.description")
+    finally:
+        sc.setJobDescription(None)
+    assert seen == {"detect": f"{JOB_LABEL}detect", "after": "outer"}
+    assert JOB_LABEL == "audit: " and "detect" in stages.seconds
+
+
+def test_master_and_spark_remote_together_fail_before_spark(tmp_path):
+    result = CliRunner().invoke(app, [
+        "run", "--sends", "s", "--broker", "b", "--ledger", "l", *WINDOW,
+        "--out", str(tmp_path / "o"), "--master", "local[1]", "--spark-remote", "sc://h:1"])
+    assert result.exit_code == 1 and "not both" in result.output
+
+
+def test_the_reconcile_job_parses_its_own_arguments(tmp_path, capsys):
+    args = ["--sends", "s", "--broker", "b", "--ledger", "l", *WINDOW, "--out",
+            str(tmp_path / "o")]
+    assert reconcile.main([*args, "--stage", "detect"]) == 2
+    assert "--stage 'detect' is not supported" in capsys.readouterr().err
+    assert reconcile.main(args[2:]) == 2  # no --sends: argparse's usage error
+    assert reconcile.main([*args, "--format", "nosuch=csv"]) == 1
+    assert "--format takes SOURCE=FORMAT" in capsys.readouterr().err
+    a = reconcile.parser().parse_args([*args, "--events", "e1", "--events", "e2",
+                                       "--topic", "t", "--no-notify"])
+    assert (a.events, a.topics, a.notify, a.stage) == (["e1", "e2"], ["t"], False, "all")
+
+
+def test_the_simulators_commands_come_through_the_entry_point_group():
+    """`generate` and `lab` are registered by the simulator's distribution (its
+    delivery_audit.commands entry point); the engine names no simulator module."""
+    names = {ep.name: ep.value for ep in entry_points(group=COMMANDS_GROUP)}
+    assert names.get("simulator") == "delivery_audit_sim.cli:add_commands"
+    commands = {c.name or c.callback.__name__ for c in app.registered_commands}
+    assert {"run", "index", "explain", "convert", "generate", "lab"} <= commands
+    src = Path(__file__).resolve().parents[1] / "src" / "delivery_audit"
+    assert [p for p in src.rglob("*.py") if "delivery_audit_sim" in p.read_text()] == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,23 @@ from pathlib import Path
 import pytest
 import yaml
 from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
+from scenario_inputs import relabel
+
+from delivery_audit.audit import AuditRequest, build_request, run_audit
+from delivery_audit.config import load_config
+from delivery_audit.core.window import AuditWindow
+from delivery_audit.redaction import redact_text
+from delivery_audit.spark import check_reachable, get_spark, range_splits, spark_remote
+from delivery_audit_sim.generator import SCENARIOS, generate_scenario
+
+REPO = Path(__file__).resolve().parents[1]
+for folder in ("plugins", "jobs"):
+    if str(REPO / folder) not in sys.path:
+        sys.path.append(str(REPO / folder))
+
+from delivery_audit_airflow.connect import request_fields  # noqa: E402
+from delivery_audit_airflow.plan import job_args  # noqa: E402
+from reconcile import parser  # noqa: E402  (jobs/reconcile.py)
 
 START = datetime(2026, 11, 19, tzinfo=UTC)
 SOURCES = ("sends", "broker", "ledger", "events")
@@ -59,13 +77,6 @@ def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
     """Every generated scenario in one input, audited by a Connect client process and, while
     that runs (the server's work overlaps this process's), by the classic session
     (run_audit in this process)."""
-    from scenario_inputs import relabel
-
-    from delivery_audit.audit import AuditRequest, run_audit
-    from delivery_audit.config import load_config
-    from delivery_audit.core.window import AuditWindow
-    from delivery_audit_sim.generator import SCENARIOS, generate_scenario
-
     tmp = tmp_path_factory.mktemp("connect-scenarios")
     groups, ranges = {}, []
     for scenario in SCENARIOS:
@@ -81,10 +92,10 @@ def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
             "--grace", f"{w['grace_minutes']:g}m", "--out", str(tmp / "connect")]
     with ThreadPoolExecutor(1) as pool:
         connect = pool.submit(_connect_cli, args, connect_server.url)
-        classic = run_audit(spark, AuditRequest(
+        classic = run_audit(AuditRequest(
             inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
             window=AuditWindow.of(w["start"], w["end"], w["grace_minutes"]),
-            out=str(tmp / "classic"), config=load_config(config), notify=False))
+            out=str(tmp / "classic"), config=load_config(config), notify=False, spark=spark))
         proc, seconds = connect.result()
     assert proc.returncode in (0, 3), (proc.stdout + proc.stderr)[-4000:]
     return {"classic": classic.report, "scenarios": list(SCENARIOS),
@@ -146,8 +157,6 @@ def test_the_cli_small_day_gives_the_same_report_through_connect(small_audit, tm
 
 
 def test_a_connect_url_token_never_reaches_a_message():
-    from delivery_audit.redaction import redact_text
-
     text = "cannot reach sc://dbc-1.cloud.databricks.com:443/;token=dapi0123456789abcdef;" \
            "use_ssl=true;x-databricks-cluster-id=0123"
     shown = redact_text(text)
@@ -156,8 +165,6 @@ def test_a_connect_url_token_never_reaches_a_message():
 
 
 def test_master_and_spark_remote_are_exclusive(monkeypatch):
-    from delivery_audit.spark import get_spark, spark_remote
-
     monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:1")
     assert spark_remote() == "sc://127.0.0.1:1"
     assert spark_remote("sc://elsewhere:2") == "sc://elsewhere:2"
@@ -165,24 +172,30 @@ def test_master_and_spark_remote_are_exclusive(monkeypatch):
         get_spark(master="local[1]", remote="sc://127.0.0.1:1")
 
 
-def test_the_airflow_connect_mode_runs_the_jobs_arguments_without_stage():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-    from delivery_audit_airflow.connect import cli_args
-    from delivery_audit_airflow.plan import job_args
-
-    plan = {"sources": {"sends": "s/*", "broker": "b/*", "ledger": "l/*", "events": None},
+def test_the_airflow_connect_mode_asks_the_engine_what_the_job_asks_it(tmp_path):
+    """The Connect task calls the engine's entry point with the request the spark-submitted
+    job (jobs/reconcile.py) builds from job_args: the same inputs, window, grace, report
+    root, topics, groups and config; neither alerts (the DAG's alert task does)."""
+    config = tmp_path / "audit.yaml"
+    config.write_text("grace_minutes: 30\n")
+    plan = {"sources": {"sends": "s/*", "broker": "b/*", "ledger": "l/*", "events": "e/*"},
             "window": {"start": "2026-11-19T00:00:00Z", "end": "2026-11-20T00:00:00Z",
-                       "grace_minutes": 60}, "out": "/r", "topics": ["t"], "groups": []}
-    args = cli_args(plan)
-    assert "--stage" not in args and "--no-notify" in args
-    assert [a for a in job_args(plan, None) if a not in ("--stage", "all")] == args
+                       "grace_minutes": 90}, "out": "/r", "topics": ["t"], "groups": ["g"],
+            "config_file": str(config)}
+    connect = build_request(**request_fields(plan), remote="sc://127.0.0.1:15002")
+    a = parser().parse_args(job_args(plan, plan["config_file"]))
+    job = build_request(sends=a.sends, broker=a.broker, ledger=a.ledger, events=a.events,
+                        start=a.start, end=a.end, out=a.out, grace=a.grace, config=a.config,
+                        topics=a.topics, groups=a.groups, notify=a.notify)
+    assert connect.window == job.window and connect.window.grace_minutes == 90
+    for name in ("inputs", "out", "topics", "groups", "config", "formats", "notify"):
+        assert getattr(connect, name) == getattr(job, name), name
+    assert connect.notify is False and connect.remote == "sc://127.0.0.1:15002"
+    assert connect.inputs == {"sends": ["s/*"], "broker": ["b/*"], "ledger": ["l/*"],
+                              "events": ["e/*"]}
 
 
 def test_an_endpoint_nobody_answers_fails_fast_without_its_token():
-    import socket
-
-    from delivery_audit.spark import check_reachable
-
     with socket.socket() as s:  # a port nothing listens on once closed
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -197,7 +210,5 @@ def test_an_endpoint_nobody_answers_fails_fast_without_its_token():
 def test_a_connect_session_reads_the_parallelism_classic_spark_plans_a_range_with(spark):
     """Under Connect the parallelism is the split count of a range's plan; the classic
     session plans the same range with its SparkContext's default parallelism."""
-    from delivery_audit.spark import range_splits
-
     plan = spark.range(1)._jdf.queryExecution().toString()
     assert range_splits(plan) == spark.sparkContext.defaultParallelism

@@ -20,6 +20,32 @@ os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
 if str(REPO / "plugins") not in sys.path:
     sys.path.append(str(REPO / "plugins"))
 
+from delivery_audit_airflow import alerts, aws, uris  # noqa: E402
+from delivery_audit_airflow.alerts import notifier_settings  # noqa: E402
+from delivery_audit_airflow.group import alert, check_report, job_environment  # noqa: E402
+from delivery_audit_airflow.operators import AuditSparkSubmitOperator  # noqa: E402
+from delivery_audit_airflow.plan import (  # noqa: E402
+    PlanError,
+    build_plan,
+    job_args,
+    validate_backfill,
+)
+from delivery_audit_airflow.settings import (  # noqa: E402
+    SCHEMA,
+    VARIABLE,
+    Settings,
+    SettingsError,
+    markdown_table,
+    old_variables,
+    parse_variable,
+)
+
+from delivery_audit.config import load_config  # noqa: E402
+from delivery_audit.core.globs import to_regex  # noqa: E402
+from delivery_audit.core.window import AuditWindow, resolve_grace  # noqa: E402
+from delivery_audit.notify import summary_lines  # noqa: E402
+from delivery_audit.storage import publish  # noqa: E402
+
 GROUP = "audit"
 TASKS = ["resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"]
 EDGES = {  # upstream → downstream, inside the group
@@ -103,8 +129,6 @@ def test_backfill_is_manual_with_params(dagbag):
 
 @pytest.mark.parametrize("dag_id", ["delivery_audit_daily", "delivery_audit_backfill"])
 def test_doc_md_says_what_is_audited_where_reports_go_and_with_what(dagbag, dag_id):
-    from delivery_audit_airflow.settings import SCHEMA, VARIABLE
-
     doc = dagbag.dags[dag_id].doc_md
     assert doc and doc.startswith("# ")
     window = "data_interval_start, data_interval_end" if dag_id.endswith("daily") else \
@@ -118,8 +142,6 @@ def test_doc_md_says_what_is_audited_where_reports_go_and_with_what(dagbag, dag_
 
 
 def test_docs_list_the_settings_as_the_schema_does():
-    from delivery_audit_airflow.settings import markdown_table
-
     assert markdown_table() in (REPO / "docs" / "airflow.md").read_text()
 
 
@@ -175,8 +197,6 @@ def test_backfill_params_schema(dagbag, conf, ok):
 
 
 def test_backfill_runtime_validation():
-    from delivery_audit_airflow.plan import PlanError, validate_backfill
-
     ok = validate_backfill({"start": "2026-11-19T00:00:00Z", "end": "2026-11-26T00:00:00Z",
                             "groups": "a,b", "report_prefix": "x/y"}, max_days=7)
     assert ok["end"] - ok["start"] == timedelta(days=7) and ok["groups"] == ["a", "b"]
@@ -200,14 +220,10 @@ def test_backfill_runtime_validation():
 
 
 def _settings(**values):
-    from delivery_audit_airflow.settings import Settings
-
     return Settings.of(**values)
 
 
 def test_the_settings_variable_defaults_and_schema():
-    from delivery_audit_airflow.settings import SCHEMA, Settings, parse_variable
-
     for text in (None, "", "  ", "{}"):
         s = Settings(parse_variable(text))
         assert s.explicit == frozenset()
@@ -222,7 +238,6 @@ def test_the_settings_variable_defaults_and_schema():
     s.get("spark_conf")["x"] = "y"  # defaults and values are copies
     assert "x" not in s.get("spark_conf") and Settings().get("spark_conf") == {}
     start = datetime(2026, 11, 19, tzinfo=UTC)
-    from delivery_audit_airflow.plan import build_plan
 
     plan = build_plan(start=start, end=start + timedelta(days=1), settings=s)
     assert plan["spark_conf"] == {"spark.sql.shuffle.partitions": "4",
@@ -249,15 +264,11 @@ def test_the_settings_variable_defaults_and_schema():
     ("{data_root: 1}", r" is not JSON: Expecting property name"),
 ])
 def test_the_settings_variable_rejects_what_the_schema_does_not_allow(text, message):
-    from delivery_audit_airflow.settings import SettingsError, parse_variable
-
     with pytest.raises(SettingsError, match=r"^Variable delivery_audit_settings.*" + message):
         parse_variable(text)
 
 
 def test_the_old_per_setting_variables_are_an_error_not_ignored():
-    from delivery_audit_airflow.settings import Settings, SettingsError, old_variables
-
     env = {"AIRFLOW_VAR_DELIVERY_AUDIT_DATA_ROOT": "/x", "AIRFLOW_VAR_OTHER": "1",
            "AIRFLOW_VAR_DELIVERY_AUDIT_SETTINGS": "{}"}
     stored = ["delivery_audit_grace", "delivery_audit_mine", "delivery_audit_settings"]
@@ -283,8 +294,6 @@ def test_the_old_per_setting_variables_are_an_error_not_ignored():
     ("", "lake_s3", ("lake_s3", "variable")),
 ])
 def test_the_aws_connection_is_the_params_else_the_variables(param, variable, want):
-    from delivery_audit_airflow.plan import PlanError, build_plan
-
     s = _settings(**({"aws_conn_id": variable} if variable else {}))
     start = datetime(2026, 11, 19, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(days=1), settings=s, aws_conn_id=param)
@@ -296,8 +305,6 @@ def test_the_aws_connection_is_the_params_else_the_variables(param, variable, wa
 
 
 def test_notifier_precedence_is_the_config_file_then_the_variable(tmp_path):
-    from delivery_audit_airflow.alerts import notifier_settings
-
     with_notifier = tmp_path / "audit.yaml"
     with_notifier.write_text("notifier: {type: slack, webhook_env: HOOK}\n")
     without = tmp_path / "plain.yaml"
@@ -310,8 +317,6 @@ def test_notifier_precedence_is_the_config_file_then_the_variable(tmp_path):
 
 
 def test_plan_renders_templates_and_args(tmp_path):
-    from delivery_audit_airflow.plan import build_plan, job_args
-
     (tmp_path / "audit.yaml").write_text("dense_seq: true\n")  # no grace of its own
     s = _settings(data_root="s3://lake/kafka", report_root="s3://reports/audit",
                   sends="{data_root}/sends/dt={ds}/*.jsonl", events="",
@@ -343,11 +348,6 @@ def test_grace_has_one_precedence_under_airflow_and_the_cli(tmp_path, param, con
     """Param (the CLI's --grace) > the audit config's grace_minutes > the deployment default,
     under Airflow as under the CLI (one function, window.resolve_grace): the plan passes the
     result as --grace, so the job's window is the plan's."""
-    from delivery_audit_airflow.plan import build_plan, job_args
-
-    from delivery_audit.config import load_config
-    from delivery_audit.core.window import resolve_grace
-
     path = tmp_path / "audit.yaml"
     if config:
         path.write_text(config)
@@ -367,8 +367,6 @@ def test_grace_has_one_precedence_under_airflow_and_the_cli(tmp_path, param, con
 
 
 def test_a_config_file_the_plan_cannot_read_fails_the_plan(tmp_path):
-    from delivery_audit_airflow.plan import PlanError, build_plan
-
     s = _settings(report_root="/r", config_file=str(tmp_path / "missing.yaml"))
     start = datetime(2026, 11, 19, tzinfo=UTC)
     with pytest.raises(PlanError, match="missing.yaml"):
@@ -376,10 +374,6 @@ def test_a_config_file_the_plan_cannot_read_fails_the_plan(tmp_path):
 
 
 def test_plan_window_dir_matches_the_job():
-    from delivery_audit_airflow.plan import build_plan
-
-    from delivery_audit.core.window import AuditWindow
-
     start, end = datetime(2026, 11, 19, 10, tzinfo=UTC), datetime(2026, 11, 19, 12, tzinfo=UTC)
     plan = build_plan(start=start, end=end, settings=_settings(report_root="/r"),
                       request={"report_prefix": "inc/1", "grace_minutes": 0.0})
@@ -388,8 +382,6 @@ def test_plan_window_dir_matches_the_job():
 
 
 def test_bad_template_is_reported():
-    from delivery_audit_airflow.plan import build_plan
-
     start = datetime(2026, 11, 19, tzinfo=UTC)
     with pytest.raises(ValueError, match=r"delivery_audit_settings: 'sends' .* bad template"):
         build_plan(start=start, end=start + timedelta(days=1),
@@ -397,14 +389,11 @@ def test_bad_template_is_reported():
 
 
 def test_glob_matching(tmp_path):
-    from delivery_audit_airflow import uris
-
     (tmp_path / "sends" / "dt=2026-11-19").mkdir(parents=True)
     (tmp_path / "sends" / "dt=2026-11-19" / "part-0.jsonl").write_text("{}\n")
     assert uris.glob_matches(f"{tmp_path}/sends/dt=*/*.jsonl*")
     assert not uris.glob_matches(f"{tmp_path}/broker/dt=*/*.jsonl*")
     # the job's glob semantics (tests/test_globs.py compares the sensor and the job)
-    from delivery_audit.core.globs import to_regex
 
     rx = to_regex("p/dt=*/part-?.jsonl")
     assert rx.fullmatch("p/dt=2026-11-19/part-0.jsonl")
@@ -412,8 +401,6 @@ def test_glob_matching(tmp_path):
 
 
 def test_backfill_selection_becomes_job_options():
-    from delivery_audit_airflow.plan import build_plan, job_args
-
     start = datetime(2026, 11, 19, 10, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(hours=2), settings=_settings(),
                       request={"topics": ["orders", "payments"], "groups": ["billing"]})
@@ -431,9 +418,6 @@ def test_reconcile_submits_what_the_engine_says(tmp_path, monkeypatch, master):
     import zipfile
 
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-    from delivery_audit_airflow.operators import AuditSparkSubmitOperator
-    from delivery_audit_airflow.plan import build_plan, job_args
-
     start = datetime(2026, 11, 19, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(days=1),
                       settings=_settings(report_root=str(tmp_path), events=""))
@@ -497,9 +481,7 @@ def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"
     """The plan's report folder as the publisher leaves it (manifest included)."""
     import json
 
-    from delivery_audit_airflow.plan import build_plan
 
-    from delivery_audit.storage import publish
 
     start = datetime(2026, 11, 19, tzinfo=UTC)
     plan = build_plan(start=start, end=start + timedelta(days=1),
@@ -521,11 +503,6 @@ def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"
 
 
 def test_alert_carries_the_narrative_and_links_the_page_and_the_index(tmp_path, monkeypatch):
-    from delivery_audit_airflow import alerts
-    from delivery_audit_airflow.group import alert, check_report
-
-    from delivery_audit.notify import summary_lines
-
     sent = []
 
     class Recorder:
@@ -544,16 +521,12 @@ def test_alert_carries_the_narrative_and_links_the_page_and_the_index(tmp_path, 
 
 
 def test_check_report_reads_the_published_report(tmp_path):
-    from delivery_audit_airflow.group import check_report
-
     plan, _ = _published(tmp_path)
     summary = check_report.function(plan, {"exit_code": 0})
     assert summary["verdict"] == "warn" and summary["anomalies"] == {"lost_acked": 3}
 
 
 def test_check_report_fails_without_manifest_or_for_another_window(tmp_path):
-    from delivery_audit_airflow.group import check_report
-
     plan, d = _published(tmp_path / "a", wid="20261118T000000Z_20261119T000000Z")
     with pytest.raises(ValueError, match="window"):
         check_report.function(plan, {"exit_code": 0})
@@ -569,7 +542,6 @@ def test_check_report_fails_without_manifest_or_for_another_window(tmp_path):
 def test_check_report_verifies_the_reports_sha256_from_the_manifest(tmp_path):
     import json
 
-    from delivery_audit_airflow.group import check_report
 
     plan, d = _published(tmp_path)
     assert check_report.function(plan, {"exit_code": 0})["verdict"] == "warn"
@@ -584,8 +556,6 @@ def test_check_report_verifies_the_reports_sha256_from_the_manifest(tmp_path):
 
 
 def test_check_report_rejects_exit_3_without_fail_verdict(tmp_path):
-    from delivery_audit_airflow.group import check_report
-
     plan, _ = _published(tmp_path, verdict="pass")
     with pytest.raises(ValueError, match="exited 3"):
         check_report.function(plan, {"exit_code": 3})
@@ -594,8 +564,6 @@ def test_check_report_rejects_exit_3_without_fail_verdict(tmp_path):
 def _aws_conn(monkeypatch, conn_id: str, **conn) -> None:
     """An Airflow Connection given as AIRFLOW_CONN_<ID> (JSON), as the e2e tests and the
     demo give aws_default; the hooks cached for other connections are dropped."""
-    from delivery_audit_airflow import aws
-
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "aws", **conn}))
     aws.s3_hook.cache_clear()
 
@@ -604,10 +572,6 @@ def test_check_report_and_alert_read_s3_through_the_plans_connection(
         tmp_path, s3_endpoint, monkeypatch):  # noqa: F811
     """No AWS_ENDPOINT_URL: the moto endpoint is known only to the Connection the plan names."""
     import boto3
-    from delivery_audit_airflow import uris
-    from delivery_audit_airflow.group import alert, check_report
-    from delivery_audit_airflow.plan import build_plan
-
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         monkeypatch.delenv(name, raising=False)
     _aws_conn(monkeypatch, "audit_s3", login="testing", password="testing-secret",
@@ -634,8 +598,6 @@ def test_check_report_and_alert_read_s3_through_the_plans_connection(
 
 
 def test_the_job_gets_the_connections_s3_endpoint_region_and_credentials(monkeypatch):
-    from delivery_audit_airflow import aws
-
     _aws_conn(monkeypatch, "lake_s3", login="AKIDEXAMPLE", password="wJalrXUtnFEMI-example",
               extra={"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"})
     env, said = aws.job_env("lake_s3")
@@ -661,7 +623,6 @@ def test_the_job_gets_the_connections_s3_endpoint_region_and_credentials(monkeyp
 def test_reconcile_pre_execute_hands_the_plans_connection_to_the_job(monkeypatch):
     from types import SimpleNamespace
 
-    from delivery_audit_airflow.group import job_environment
 
     _aws_conn(monkeypatch, "lake_s3", login="AKIDEXAMPLE", password="wJalrXUtnFEMI-example",
               extra={"endpoint_url": "http://127.0.0.1:9000"})

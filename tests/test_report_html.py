@@ -132,15 +132,6 @@ def narrative() -> list[dict]:
     ]
 
 
-def test_the_mixed_day_fixture_is_a_real_report():
-    report, insights = mixed_day()
-    assert report["anomalies"]["redelivery"]["count"] == 110
-    assert report["rebalances"]["fans-push-service"]["evictions"][0]["member_id"] == \
-        "consumer-2"
-    assert report["remediation"]["replay"]["rows"] == 57
-    assert len(insights["offsets"]["partitions"]) == 19
-
-
 # --------------------------------------------------------------------------- sections
 
 

@@ -17,9 +17,10 @@ import pytest
 from scenario_inputs import TOP_LEVEL, relabel
 
 from delivery_audit.anomalies import ANOMALY_NAMES, STATES
-from delivery_audit.audit import AuditRequest, Stages, _finish_report, extract, reconcile
+from delivery_audit.audit import AuditRequest, Stages, extract, finish_report, reconcile
 from delivery_audit.config import AuditConfig
 from delivery_audit.core.window import AuditWindow
+from delivery_audit.report.assemble import assemble
 from delivery_audit_sim.generator import SCENARIOS, generate_scenario
 
 pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in make test-fast
@@ -61,11 +62,11 @@ def audited(spark, tmp_path_factory):
         frames = {s: i.valid for s, i in ingested.sources.items()}
         rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test", START)
         # the rest of the audit as run_audit does it: rebalances, verdict, narrative, page
-        _finish_report(req, rec.report, rec, stages, tmp / "staging")
+        report = assemble(finish_report(req, rec.parts, rec, stages, tmp / "staging"))
     rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")
             .sum("units").withColumnRenamed("sum(units)", "units").collect()]
     spark.catalog.clearCache()
-    return {"truths": truths, "report": rec.report, "rows": rows, "frames": frames,
+    return {"truths": truths, "report": report, "rows": rows, "frames": frames,
             "work": tmp / "work", "html": (tmp / "staging" / "report.html").read_text("utf-8")}
 
 

@@ -36,6 +36,9 @@ def notifier_settings(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build_notifier(settings: dict[str, Any]):
+    # the engine beyond delivery_audit.core is imported at task time only: this module is
+    # loaded when the DAG files are parsed, which must stay light (tests/test_dags.py::
+    # test_dag_files_import_nothing_heavy); the same for the imports below
     from delivery_audit.notify import notifier_from_config
 
     return notifier_from_config(settings)

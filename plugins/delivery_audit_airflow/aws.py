@@ -14,7 +14,8 @@ credentials, as ``AWS_*`` environment variables of spark-submit (:func:`job_env`
 it goes through XCom or the rendered template fields. Other extras (``config_kwargs``,
 ``verify``) do not carry over.
 
-Only imported inside task code: the provider pulls in boto3 and botocore.
+The Amazon provider is imported inside :func:`s3_hook` only, at task time: it pulls in boto3
+and botocore, which DAG parsing must not load.
 """
 
 from __future__ import annotations

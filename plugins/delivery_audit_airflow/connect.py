@@ -19,9 +19,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from delivery_audit_airflow.plan import job_args
-
-#: exit codes of ``delivery-audit run`` that are results, not failures (3: verdict fail)
+#: exit statuses of the audit that are results, not failures (3: verdict fail)
 RESULT_EXIT_CODES = (0, 3)
 
 
@@ -33,9 +31,15 @@ def connect_url(conn_id: str) -> str:
     return SparkConnectHook(conn_id=conn_id).get_connection_url()
 
 
-def cli_args(plan: dict[str, Any]) -> list[str]:
-    """``delivery-audit run``'s arguments for the plan (the job's, without ``--stage``)."""
-    return job_args(plan, plan.get("config_file"), stage=None)
+def request_fields(plan: dict[str, Any]) -> dict[str, Any]:
+    """``delivery_audit.audit.build_request``'s values for the plan: the job's, the
+    alert task notifying instead of the engine."""
+    src, w = plan["sources"], plan["window"]
+    return {"sends": [src["sends"]], "broker": [src["broker"]], "ledger": [src["ledger"]],
+            "events": [src["events"]] if src.get("events") else [],
+            "start": w["start"], "end": w["end"], "grace": float(w["grace_minutes"]),
+            "config": plan.get("config_file"), "topics": list(plan.get("topics") or []),
+            "groups": list(plan.get("groups") or []), "out": plan["out"], "notify": False}
 
 
 @contextlib.contextmanager
@@ -57,18 +61,22 @@ def environment(env: dict[str, str] | None) -> Iterator[None]:
 def run_connect(plan: dict[str, Any], conn_id: str, env: dict[str, str] | None = None,
                 log: Any = None) -> int:
     """Audit the plan's window through the Connection's Spark Connect endpoint, in this
-    process; the CLI's exit code (0 pass/warn, 3 verdict fail, 1 unreadable input)."""
+    process, with the engine's entry point; its exit status (0 pass/warn, 3 verdict fail,
+    1 unreadable input or no server, 4 publishing failed)."""
     url = connect_url(conn_id)
-    from delivery_audit.cli import app  # the engine and PySpark's Connect client: here only
+    # the engine and PySpark's Connect client: imported here only, never at DAG parse time
+    from delivery_audit.audit import AuditFailed, build_request, run_audit
 
     if log is not None:
         log.info("auditing through Spark Connect (Connection %r), no spark-submit", conn_id)
     with environment(env):
         try:
-            code = app(["run", *cli_args(plan), "--spark-remote", url], prog_name="reconcile",
-                       standalone_mode=False)
-        except Exception as exc:  # click usage errors carry their exit code
-            if getattr(exc, "exit_code", None) is None:
-                raise
-            code = exc.exit_code
-    return int(code or 0)
+            result = run_audit(build_request(**request_fields(plan), remote=url))
+        except AuditFailed as exc:  # its message is redacted
+            if log is not None:
+                log.error("the audit through Spark Connect failed: %s error: %s", exc.kind, exc)
+            return exc.exit_code
+    if log is not None:
+        log.info("verdict %s; report: %s/report.html", result.report["verdict"]["verdict"],
+                 result.destination)
+    return result.exit_code

@@ -23,15 +23,33 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import Param, PokeReturnValue, TaskGroup, get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from delivery_audit_airflow.alerts import task_failure_callback
+from delivery_audit.core.manifest import MANIFEST, verify_manifest
+from delivery_audit.core.timefmt import instant
+from delivery_audit_airflow import aws, uris
+from delivery_audit_airflow.alerts import (
+    index_of,
+    notifier_settings,
+    send_alert,
+    task_failure_callback,
+)
 from delivery_audit_airflow.operators import AuditSparkSubmitOperator
-from delivery_audit_airflow.settings import CONN_ID_PATTERN, REPO_ROOT, VARIABLE
+from delivery_audit_airflow.plan import PlanError, build_plan, validate_backfill
+from delivery_audit_airflow.settings import (
+    CONN_ID_PATTERN,
+    REPO_ROOT,
+    VARIABLE,
+    Settings,
+    markdown_table,
+)
 
 GROUP_ID = "audit"
 INPUT_WAIT_TIMEOUT = timedelta(hours=12)
@@ -117,14 +135,10 @@ def dag_doc_md(summary: str) -> str:
     """A DAG's doc_md: its own summary (what window it audits), then what both DAGs share:
     sources, reports, the Variable (its keys and defaults, from settings.SCHEMA), the
     Connections."""
-    from delivery_audit_airflow.settings import markdown_table
-
     return summary.strip() + "\n" + _DOC_MD.format(variable=VARIABLE, table=markdown_table())
 
 
 def _fail_fast(exc: Exception):
-    from airflow.sdk.exceptions import AirflowFailException
-
     return AirflowFailException(str(exc))
 
 
@@ -134,9 +148,6 @@ def _now() -> datetime:
 
 @task(task_id="resolve_window")
 def resolve_window() -> dict[str, Any]:
-    from delivery_audit_airflow.plan import PlanError, build_plan, validate_backfill
-    from delivery_audit_airflow.settings import Settings
-
     ctx = get_current_context()
     params = dict(ctx.get("params") or {})
     try:
@@ -170,10 +181,7 @@ def resolve_window() -> dict[str, Any]:
 @task.sensor(task_id="wait_for_inputs", poke_interval=INPUT_POKE_INTERVAL.total_seconds(),
              timeout=INPUT_WAIT_TIMEOUT.total_seconds(), mode="reschedule")
 def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
-    from delivery_audit.core.timefmt import instant
-    from delivery_audit_airflow import uris as _uris
-
-    uris = _uris.on(plan.get("aws_conn_id"))
+    files = uris.on(plan.get("aws_conn_id"))
     w = plan["window"]
     ready_at = instant(w["end"]) + timedelta(minutes=w["grace_minutes"])
     if plan.get("wait_for_grace", True) and _now() < ready_at:
@@ -184,7 +192,7 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
     for name, pattern in plan["sources"].items():
         if not pattern:
             continue
-        found[name] = len(uris.glob_matches(pattern, limit=1000))
+        found[name] = len(files.glob_matches(pattern, limit=1000))
         print(f"{name}: {found[name]} file(s) match {pattern}")
         if not found[name] and name != "events":
             missing.append(name)
@@ -196,24 +204,18 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
 
 @task(task_id="check_report")
 def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict[str, Any]:
-    import functools
-    import json
-
-    from delivery_audit.core.manifest import MANIFEST, verify_manifest
-    from delivery_audit_airflow import uris as _uris
-
-    uris = _uris.on(plan.get("aws_conn_id"))  # S3 through the plan's AWS Connection
+    files = uris.on(plan.get("aws_conn_id"))  # S3 through the plan's AWS Connection
 
     report_dir = plan["report_dir"]
-    manifest_uri = uris.join(report_dir, MANIFEST)
-    report_uri = uris.join(report_dir, "report.json")
-    if not uris.exists(manifest_uri):
+    manifest_uri = files.join(report_dir, MANIFEST)
+    report_uri = files.join(report_dir, "report.json")
+    if not files.exists(manifest_uri):
         raise FileNotFoundError(f"no manifest at {manifest_uri}: the report was not published")
     # every listed file present; report.json and report.html the bytes that were published
     # (read once: the report parsed below is the one whose sha256 was checked)
-    read = functools.cache(lambda name: uris.read_bytes(uris.join(report_dir, name)))
-    verify_manifest(uris.read_text(manifest_uri), window_id=plan["window"]["id"],
-                    present=uris.list_files(report_dir), read=read, where=report_dir)
+    read = functools.cache(lambda name: files.read_bytes(files.join(report_dir, name)))
+    verify_manifest(files.read_text(manifest_uri), window_id=plan["window"]["id"],
+                    present=files.list_files(report_dir), read=read, where=report_dir)
     report = json.loads(read("report.json").decode("utf-8"))
     window = report.get("window") or {}
     if window.get("id") and window["id"] != plan["window"]["id"]:
@@ -232,7 +234,7 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
         "reasons": list(verdict.get("reasons") or []),
         "anomalies": {k: v for k, v in counts.items() if v},
         "report_json": report_uri,
-        "report_html": uris.join(report_dir, "report.html"),
+        "report_html": files.join(report_dir, "report.html"),
         "manifest": manifest_uri,
         "window": plan["window"]["id"],
     }
@@ -243,13 +245,6 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
 
 @task(task_id="alert")
 def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
-    import json
-
-    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
-
-    from delivery_audit_airflow import uris
-    from delivery_audit_airflow.alerts import index_of, notifier_settings, send_alert
-
     if summary["verdict"] == "pass":
         raise AirflowSkipException("verdict pass: nothing to alert")
     report = json.loads(uris.on(plan.get("aws_conn_id")).read_text(summary["report_json"]))
@@ -266,8 +261,6 @@ def job_environment(context: Any) -> None:
     """``pre_execute`` of reconcile (runs after template rendering, so nothing of it is
     stored as a rendered field): the job gets the plan's AWS Connection as ``AWS_*``
     environment variables (aws.job_env)."""
-    from delivery_audit_airflow import aws, uris
-
     task = context["task"]
     plan = context["ti"].xcom_pull(task_ids=task.plan_task_id)
     if not plan:

@@ -24,6 +24,8 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from delivery_audit.core.submit import audit_submit, shipped_package
+from delivery_audit_airflow import uris
+from delivery_audit_airflow.connect import RESULT_EXIT_CODES, run_connect
 from delivery_audit_airflow.plan import job_args
 
 VERDICT_FAIL_EXIT = 3
@@ -46,8 +48,6 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
         # the job's own input check decides whether an optional source is readable; only pass
         # --events when the glob matches something
         if plan["sources"].get("events"):
-            from delivery_audit_airflow import uris
-
             files = uris.on(plan.get("aws_conn_id"))  # the plan's AWS Connection
             if not files.glob_matches(plan["sources"]["events"], limit=1):
                 self.log.info("no events files match %s: running without events",
@@ -85,8 +85,6 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
 
     def _execute_connect(self, plan: dict[str, Any]) -> dict[str, Any]:
         """The audit through the plan's ``spark_connect`` Connection, in this process."""
-        from delivery_audit_airflow.connect import RESULT_EXIT_CODES, run_connect
-
         exit_code = run_connect(plan, plan["spark_connect_conn_id"], env=self.env_vars,
                                 log=self.log)
         if exit_code not in RESULT_EXIT_CODES:

@@ -12,6 +12,7 @@ from typing import Any
 
 from delivery_audit.core.timefmt import iso_z as _iso
 from delivery_audit.core.window import AuditWindow, resolve_grace
+from delivery_audit.core.window import parse_instant as parse_window_instant
 from delivery_audit_airflow import uris
 from delivery_audit_airflow.settings import (
     CONN_ID_PATTERN,
@@ -40,15 +41,13 @@ class PlanError(ValueError):
 
 def parse_instant(text: Any, what: str) -> datetime:
     """An ISO-8601 instant (offset honoured, none = UTC) as aware UTC; the rules are
-    delivery_audit.core.window's, imported here at task time (DAG parsing stays light)."""
-    from delivery_audit.core.window import parse_instant as parse
-
+    delivery_audit.core.window's."""
     if not isinstance(text, datetime) and (_CONTROL.search(str(text or ""))
                                            or not re.fullmatch(ISO_PATTERN, str(text).strip())):
         raise PlanError(f"{what}: {text!r} is not an ISO-8601 instant "
                         "(e.g. 2026-11-19T00:00:00Z)")
     try:
-        return parse(text)
+        return parse_window_instant(text)
     except ValueError as exc:
         raise PlanError(f"{what}: {text!r} is not a valid instant: {exc}") from exc
 
@@ -110,6 +109,8 @@ def validate_backfill(params: dict[str, Any], max_days: float) -> dict[str, Any]
 def _check_root(root: str) -> None:
     """The report root (the Variable's + prefix) by delivery_audit.paths' rules (the job
     checks --out again): no '..', no control characters, a supported scheme."""
+    # the engine beyond delivery_audit.core is imported by tasks only: DAG parsing stays
+    # light (tests/test_dags.py::test_dag_files_import_nothing_heavy)
     from delivery_audit.paths import check_report_root
 
     try:
@@ -205,7 +206,7 @@ def config_grace(path: str | None) -> float | None:
     as the job reads it (delivery_audit.config.load_config)."""
     if not path:
         return None
-    from delivery_audit.config import load_config
+    from delivery_audit.config import load_config  # task time only, as check_report_root
 
     try:
         return load_config(path).grace_minutes

@@ -36,6 +36,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from delivery_audit.core.window import parse_duration_minutes
+
 #: the checkout (plugins/delivery_audit_airflow/settings.py → repo root)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,8 +136,6 @@ def _check(key: str, value: Any) -> None:
         raise SettingsError(f"Variable {VARIABLE}: 'backfill_max_days' must be > 0, "
                             f"not {value}")
     if key == "grace":
-        from delivery_audit.core.window import parse_duration_minutes
-
         try:
             if parse_duration_minutes(value) < 0:
                 raise ValueError("negative")

@@ -15,6 +15,7 @@ from pathlib import Path
 # the engine's light core (standard library only: fine at DAG parse time)
 from delivery_audit.core.globs import local_files, s3_keys
 from delivery_audit.core.s3uri import key_lister, split_s3
+from delivery_audit_airflow.aws import s3_hook
 from delivery_audit_airflow.settings import DEFAULT_AWS_CONN_ID
 
 
@@ -43,8 +44,6 @@ class Files:
         self.aws_conn_id = aws_conn_id
 
     def _hook(self):
-        from delivery_audit_airflow.aws import s3_hook
-
         return s3_hook(self.aws_conn_id or DEFAULT_AWS_CONN_ID)
 
     def glob_matches(self, pattern: str, limit: int = 1000) -> list[str]:

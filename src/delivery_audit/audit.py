@@ -1,4 +1,12 @@
-"""One audit run, extract → transform → load.
+"""The engine's entry point: one audit run, request in, result out, extract → transform → load.
+
+:func:`run_audit` takes an :class:`AuditRequest` (the inputs, the window, the report root,
+the config, the Spark to run on: a session, a master or a Spark Connect endpoint, whether
+to publish and alert) and returns an :class:`AuditResult` (the report, where it was
+published, the verdict's exit status, the manifest); an audit that cannot finish raises
+:class:`AuditFailed` with its exit status (these types, and ``build_request`` for
+command-line style values: delivery_audit/request.py). The CLI, jobs/reconcile.py, the
+Airflow tasks and the tests all call it.
 
 extract:   resolve and ingest each source (quarantine, accounting), validate inputs (GX)
 transform: detect every anomaly and delivery state
@@ -14,8 +22,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
@@ -25,61 +33,133 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
-from .config import AuditConfig
+from . import spark as sessions
+from .anomaly_table import read_anomalies
 from .core.timefmt import epoch_ms, iso_z
-from .core.window import AuditWindow
 from .detection import detect
+from .detection.facts import facts_from
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
+from .ingest.files import local_size
+from .notify import notifier_from_config
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
+from .quality import prepare_in_background, validate_inputs, validate_results, write_results
+from .rebalance import rebalance_event_tables, rebalance_report
 from .redaction import redact_text
-from .report.summary import anomaly_count_table, build_report, build_transactions
+from .remediation import write_remediation
+from .report.assemble import (
+    Detected,
+    IngestionSummary,
+    ReportParts,
+    RunInfo,
+    RunTimings,
+    Validation,
+    assemble,
+)
+from .report.digest import Digest
+from .report.html import render_html
+from .report.insights import build_insights, insight_tables
+from .report.narrative import build_narrative
+from .report.offsets import partition_offsets
+from .report.summary import anomaly_count_table, build_transactions
+from .report.transactions import transaction_evidence
+from .report.verdict import decide
+from .request import (
+    EXIT_FAIL,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_PUBLISH,
+    AuditFailed,
+    AuditRequest,
+    AuditResult,
+    StageHook,
+    build_request,
+)
 from .schemas import ANOMALY_SCHEMA, SOURCES
-from .spark import JobCounter, session_kind, tune_for_input, tune_for_staged
+from .spark import (
+    JobCounter,
+    job_labels,
+    session_kind,
+    spark_remote,
+    tune_for_input,
+    tune_for_staged,
+)
+from .storage import PublishError, publish
 
 log = logging.getLogger("delivery_audit")
 
-EXIT_OK = 0
-EXIT_INPUT = 1
-EXIT_FAIL = 3
-
-
-@dataclass
-class AuditRequest:
-    inputs: dict[str, list[str]]  # source -> globs/URIs; "events" optional
-    window: AuditWindow
-    out: str
-    config: AuditConfig = field(default_factory=AuditConfig)
-    formats: dict[str, str] = field(default_factory=dict)
-    notify: bool = True
-    topics: list[str] = field(default_factory=list)  # audit only these topics
-    groups: list[str] = field(default_factory=list)  # judge only these groups
-
-
-@dataclass
-class AuditResult:
-    report: dict[str, Any]
-    destination: str
-    exit_code: int
-    manifest: dict[str, Any] | None = None
+__all__ = ["EXIT_FAIL", "EXIT_INPUT", "EXIT_OK", "EXIT_PUBLISH", "AuditFailed", "AuditRequest",
+           "AuditResult", "Stages", "build_request", "run_audit"]
 
 
 class Stages:
-    """Wall time per stage, reported in report.json and by the benchmark."""
+    """Wall time per stage, reported in report.json and by the benchmark; ``hooks`` wrap
+    every stage (e.g. spark.job_labels)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hooks: list[StageHook] | None = None) -> None:
         self.seconds: dict[str, float] = {}
+        self.hooks = list(hooks or [])
 
     @contextmanager
     def stage(self, name: str):
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - t0, 3)
+        with ExitStack() as around:
+            for hook in self.hooks:
+                around.enter_context(hook(name))
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.seconds[name] = round(self.seconds.get(name, 0.0)
+                                           + time.perf_counter() - t0, 3)
 
 
-def _iso(dt: datetime) -> str:
-    return iso_z(dt)
+def run_audit(req: AuditRequest) -> AuditResult:
+    """The audit of ``req``: its report, published (manifest last) and alerted on unless
+    the request says not to. Raises AuditFailed for an unreadable or invalid input, an
+    unreachable Spark Connect server or a failed publication."""
+    spark, owned = _session(req)
+    try:
+        return _audit(spark, req)
+    except InputError as exc:
+        raise AuditFailed("input", redact_text(exc), EXIT_INPUT) from None
+    except PublishError as exc:  # already redacted by publish_report
+        raise AuditFailed("publish", redact_text(exc), EXIT_PUBLISH) from None
+    finally:
+        if owned:  # release the server-side session: its checkpoints and cached blocks
+            spark.stop()  # would otherwise stay on the warm server until it times out
+
+
+def _session(req: AuditRequest) -> tuple[SparkSession, bool]:
+    """The request's session, and whether the audit owns it (a Connect client it made)."""
+    if req.spark is not None:
+        return req.spark, False
+    if req.master and req.remote:
+        raise ValueError("give a Spark master or a Spark Connect endpoint, not both")
+    prepare_in_background()  # GX's imports overlap the JVM's start (or the connection)
+    url = None if req.master else spark_remote(req.remote)
+    size = None if url else local_size([p for ps in req.inputs.values() for p in ps or []])
+    try:  # through the module: tests that must not start Spark replace sessions.get_spark
+        return sessions.get_spark(master=req.master, remote=url, input_bytes=size), bool(url)
+    except Exception as exc:  # noqa: BLE001 - e.g. no Connect server at that address
+        if not url:
+            raise
+        raise AuditFailed("spark connect", redact_text(exc), EXIT_INPUT) from None
+
+
+def _audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
+    started = datetime.now(UTC)
+    stages = Stages([job_labels(spark), *([req.on_stage] if req.on_stage else [])])
+    run_id = uuid.uuid4().hex[:12]
+    staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))  # what gets published
+    work = Path(tempfile.mkdtemp(prefix="delivery-audit-work-"))  # inputs staged for Spark
+    try:
+        with JobCounter(spark, f"delivery-audit-{run_id}") as jobs:
+            result = _run(spark, req, stages, run_id, started, staging, work, jobs)
+        log.debug("audit %s ran %s Spark jobs", run_id, jobs.jobs)
+        return result
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        spark.catalog.clearCache()  # one audit's cached frames must not pile up
 
 
 def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
@@ -122,28 +202,11 @@ def _write_json(path: Path, data: Any) -> None:
                     encoding="utf-8")
 
 
-def run_audit(spark: SparkSession, req: AuditRequest) -> AuditResult:
-    started = datetime.now(UTC)
-    stages = Stages()
-    run_id = uuid.uuid4().hex[:12]
-    staging = Path(tempfile.mkdtemp(prefix="delivery-audit-"))  # what gets published
-    work = Path(tempfile.mkdtemp(prefix="delivery-audit-work-"))  # inputs staged for Spark
-    try:
-        with JobCounter(spark, f"delivery-audit-{run_id}") as jobs:
-            result = _run(spark, req, stages, run_id, started, staging, work, jobs)
-        log.debug("audit %s ran %s Spark jobs", run_id, jobs.jobs)
-        return result
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
-        spark.catalog.clearCache()  # one audit's cached frames must not pile up
-
-
 @dataclass
 class Reconciled:
     """What the transform stage hands to the load stage."""
 
-    report: dict[str, Any]
+    parts: ReportParts  # the report's parts known after detection
     written: Any  # detection.outputs.Written: the report's small tables
     anomalies: DataFrame  # the anomaly table as written
     ingested: dict[str, Ingested]
@@ -173,15 +236,12 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
               ingestion: Ingestion, frames: dict[str, DataFrame], run_id: str,
               started: datetime) -> Reconciled:
     """Detect every anomaly and state, with the report's small tables (counts, insights,
-    rebalance events) in the same Spark job, then build report.json."""
-    from .detection.facts import facts_from
-    from .rebalance import rebalance_event_tables
-    from .report.insights import insight_tables
-
+    rebalance events) in the same Spark job: the report's first parts."""
+    config = req.audited_config
     ingested = ingestion.sources
-    facts = facts_from(ingestion.facts, req.config, req.topics)
+    facts = facts_from(ingestion.facts, config, req.topics)
     with stages.stage("detect"):
-        detection = detect(spark, frames, req.window, req.config, facts)
+        detection = detect(spark, frames, req.window, config, facts)
         # the report's small tables of the anomaly rows and the events, in the same job
         events = frames["events"].filter(F.col("group_id").isin(*facts.group_ids))
         tables = {"anomalies": anomaly_count_table(detection.anomalies),
@@ -198,35 +258,35 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         got["rebalance_handovers"] = written.handovers
         input_metrics = {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
         rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
-    report = build_report(
-        window={**req.window.as_dict(), "read_until": _iso(req.window.read_until),
-                "lookback_minutes": req.config.lookback_minutes,
-                "partition_bounds": read_bounds(req.window, req.config).describe()},
-        run={"run_id": run_id, "started_at": _iso(started), "tool_version": __version__,
-             "spark_version": spark.version, **session_kind(spark)},
-        inputs=_inputs_summary(ingested),
-        judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
-        state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),
-        group_topics={g: list(ts) for g, ts in facts.topics_of.items()},
-        config_summary={"dense_seq": req.config.dense_seq, "topics": req.topics or None,
-                        "pseudonymise": req.config.pseudonymise,
-                        "groups": {g.group_id: g.settings for g in req.config.groups},
-                        "transaction_timeout_ms": req.config.transaction_timeout_ms,
-                        "latency_sla_ms": req.config.latency_sla_ms},
-        transactions=build_transactions(
-            written.transactions, req.config.transaction_timeout_ms,
-            (epoch_ms(req.window.start), epoch_ms(req.window.end))),
-        sla_ms={g: req.config.sla_ms(g) for g in facts.group_ids},
+    parts = ReportParts(
+        run=RunInfo(run_id, iso_z(started), __version__, spark.version, session_kind(spark)),
+        ingestion=IngestionSummary(
+            window={**req.window.as_dict(), "read_until": iso_z(req.window.read_until),
+                    "lookback_minutes": config.lookback_minutes,
+                    "partition_bounds": read_bounds(req.window, config).describe()},
+            config={"dense_seq": config.dense_seq, "topics": req.topics or None,
+                    "pseudonymise": config.pseudonymise,
+                    "groups": {g.group_id: g.settings for g in config.groups},
+                    "transaction_timeout_ms": config.transaction_timeout_ms,
+                    "latency_sla_ms": config.latency_sla_ms},
+            inputs=_inputs_summary(ingested)),
+        detected=Detected(
+            judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
+            state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),
+            group_topics={g: list(ts) for g, ts in facts.topics_of.items()},
+            transactions=build_transactions(
+                written.transactions, config.transaction_timeout_ms,
+                (epoch_ms(req.window.start), epoch_ms(req.window.end))),
+            sla_ms={g: config.sla_ms(g) for g in facts.group_ids}),
     )
-    return Reconciled(report, written, anomalies, ingested, frames, facts, input_metrics, got)
+    return Reconciled(parts, written, anomalies, ingested, frames, facts, input_metrics, got)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
          started: datetime, staging: Path, work: Path, jobs: JobCounter) -> AuditResult:
-    from .quality import validate_inputs, write_results
-
     # a pseudonymising run without its secret must not start (privacy.py)
     key = pseudonym_key() if req.config.pseudonymise else None
+    config = req.audited_config
 
     # extract
     ingestion = extract(spark, req, stages, work)
@@ -234,21 +294,18 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)
-    if req.groups:
-        req.config = req.config.only_groups(req.groups)
     # transform
     rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started)
-    report = rec.report
     with stages.stage("validate_inputs"):
-        input_validation = validate_inputs(rec.input_metrics, req.window, req.config,
+        input_validation = validate_inputs(rec.input_metrics, req.window, config,
                                            topics=req.topics or None)
     write_results(input_validation, staging / "validation" / "inputs.json")
     invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
-    if invalid and req.config.on_invalid_input == "fail":  # before anything is published
+    if invalid and config.on_invalid_input == "fail":  # before anything is published
         raise InputError(f"input validation failed for {', '.join(invalid)} "
                          "(on_invalid_input: fail); see validation/inputs.json")
-    report["input_validation"] = {s: {"success": r.get("success"), "failed": r.get("failed", [])}
-                                  for s, r in input_validation.items()}
+    parts = rec.parts.with_(input_validation={s: Validation.of(r)
+                                              for s, r in input_validation.items()})
     with stages.stage("write_quarantine"):
         quarantine: DataFrame = reduce(DataFrame.unionByName,
                                        [i.quarantine for i in ingested.values()])
@@ -257,28 +314,28 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
 
     # load
-    _finish_report(req, report, rec, stages, staging)
+    parts = finish_report(req, parts, rec, stages, staging, jobs)
     with stages.stage("publish"):
-        report["run"].update(finished_at=_iso(datetime.now(UTC)), stages=stages.seconds,
-                             spark_jobs=jobs.count(),
-                             duration_s=round(sum(stages.seconds.values()), 3))
+        report = assemble(parts.with_(timings=_timings(stages, jobs)))
         _write_json(staging / "report.json", report)
-        manifest = publish_report(staging, req.out, req.window.relative_dir)
-    destination = f"{req.out.rstrip('/')}/{req.window.relative_dir}"
-    if req.notify and report["verdict"]["verdict"] in ("warn", "fail"):
-        from .notify import notifier_from_config
+        manifest = publish_report(staging, req.out, req.window.relative_dir) \
+            if req.publish else None
+    verdict = report["verdict"]["verdict"]
+    if req.publish and req.notify and verdict in ("warn", "fail"):
+        notifier_from_config(config.notifier).send(
+            report, f"{req.destination}/report.html", index=f"{req.out.rstrip('/')}/index.html")
+    return AuditResult(report=report, destination=req.destination, manifest=manifest,
+                       exit_code=EXIT_FAIL if verdict == "fail" else EXIT_OK)
 
-        notifier_from_config(req.config.notifier).send(
-            report, f"{destination}/report.html", index=f"{req.out.rstrip('/')}/index.html")
-    code = EXIT_FAIL if report["verdict"]["verdict"] == "fail" else EXIT_OK
-    return AuditResult(report=report, destination=destination, exit_code=code, manifest=manifest)
+
+def _timings(stages: Stages, jobs: JobCounter | None) -> RunTimings:
+    return RunTimings(finished_at=iso_z(datetime.now(UTC)), stages=dict(stages.seconds),
+                      spark_jobs=jobs.count() if jobs is not None else None)
 
 
 def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) -> dict:
     """storage.publish, with credentials masked in its error: botocore's messages quote the
     endpoint URL, user-info included. Any failure is a PublishError naming no secret."""
-    from .storage import PublishError, publish
-
     try:
         return publish(staging, out, relative_dir, **kwargs)
     except Exception as exc:  # noqa: BLE001 - every publishing failure, re-raised redacted
@@ -287,49 +344,40 @@ def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) ->
         raise PublishError(message) from None
 
 
-def _finish_report(req: AuditRequest, report: dict[str, Any], rec: Reconciled,
-                   stages: Stages, staging: Path) -> None:
-    """Rebalance forensics (its second round: one more action), verdict, results
-    validation, the narrative, insights and the HTML page, from what the summary's action
+def finish_report(req: AuditRequest, parts: ReportParts, rec: Reconciled, stages: Stages,
+                  staging: Path, jobs: JobCounter | None = None) -> ReportParts:
+    """The report's remaining parts: rebalance forensics (its second round: one more
+    action), results validation, the verdict, the narrative and the remediation files; and
+    the HTML page (with the run's timings so far). From what the summary's action
     collected; the narrative, the remediation files and the offset strips also from the
     staged anomaly table (pyarrow)."""
-    from .anomaly_table import read_anomalies
-    from .quality import validate_results, write_results
-    from .rebalance import rebalance_report
-    from .remediation import write_remediation
-    from .report.digest import Digest
-    from .report.html import render_html
-    from .report.insights import build_insights
-    from .report.narrative import build_narrative
-    from .report.offsets import partition_offsets
-    from .report.transactions import transaction_evidence
-    from .report.verdict import decide
-
+    config = req.audited_config
     with stages.stage("rebalances"):
         groups = list(rec.facts.group_ids)
         judged = F.col("group_id").isin(*groups)
-        report["rebalances"] = rebalance_report(
+        parts = parts.with_(rebalances=rebalance_report(
             rec.frames["ledger"].filter(judged), rec.frames["events"].filter(judged), groups,
-            req.config, rec.anomalies, round1=rec.collected)
-    report["verdict"] = decide(report, req.config)
+            config, rec.anomalies, round1=rec.collected))
     with stages.stage("validate_results"):
-        results_validation = validate_results(report, req.config)
+        results_validation = validate_results(assemble(parts), config)
     write_results(results_validation, staging / "validation" / "results.json")
-    report["results_validation"] = {"success": results_validation.get("success"),
-                                    "failed": results_validation.get("failed", [])}
-    if not results_validation.get("success", True) and report["verdict"]["verdict"] != "fail":
-        report["verdict"] = {"verdict": "fail", "reasons": [
-            *report["verdict"].get("reasons", []), "results validation failed"]}
+    checked = Validation.of(results_validation)
+    parts = parts.with_(results_validation=checked,
+                        verdict=decide(assemble(parts), config, checked.as_dict()))
     # the staged anomaly table, read once with pyarrow (no Spark job) for the narrative, the
     # remediation files and the offset strips
     table = read_anomalies(staging / "anomalies")
     with stages.stage("narrative"):
-        report["narrative"] = build_narrative(report, Digest.from_table(table))
+        parts = parts.with_(narrative=build_narrative(assemble(parts),
+                                                      Digest.from_table(table)))
     with stages.stage("remediation"):
-        report["remediation"] = write_remediation(table, staging, report, rec.facts.reach)
+        parts = parts.with_(remediation=write_remediation(table, staging, assemble(parts),
+                                                          rec.facts.reach))
     with stages.stage("insights"):
-        insights = build_insights(rec.collected, req.window)
-        insights["offsets"] = partition_offsets(table, rec.facts.ranges)
-        insights["transaction_evidence"] = transaction_evidence(table)  # contract §9
+        insights = {**build_insights(rec.collected, req.window),
+                    "offsets": partition_offsets(table, rec.facts.ranges),
+                    "transaction_evidence": transaction_evidence(table)}  # contract §9
     with stages.stage("render_html"):
-        (staging / "report.html").write_text(render_html(report, insights), encoding="utf-8")
+        page = assemble(parts.with_(timings=_timings(stages, jobs)))  # the duration so far
+        (staging / "report.html").write_text(render_html(page, insights), encoding="utf-8")
+    return parts

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
+from datetime import timedelta
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,25 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from .adapters.convert_command import UsageError, build_config, parse_options, run_convert
+from .adapters.convert_command import render as render_conversion
+from .explain.answering import explain as tell
+from .explain.printing import render as render_story
+from .explain.reading import ExplainError, load
+from .explain.selecting import Query, parse_partition
+from .notify import index_link
+from .paths import check_report_root
+from .redaction import redact_text
+from .storage import INDEX_HTML, rebuild_index
+
+# The audit itself (delivery_audit.audit: PySpark and the whole engine, 1.2 s to import,
+# measured with python -X importtime) is imported by `run` only: `explain`, `convert` and
+# `index` need no Spark and start in 0.2 s.
+
+#: entry-point group through which other distributions add commands (the simulator's
+#: `generate` and `lab`): each entry point is a callable that takes this Typer app
+COMMANDS_GROUP = "delivery_audit.commands"
 
 # no locals in tracebacks: they would print the config (a webhook URL) and the request
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -23,8 +43,6 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
-    from .redaction import redact_text
-
     err.print(f"[bold red]error:[/] {escape(redact_text(message))}", highlight=False,
               markup=True)
     raise typer.Exit(code)
@@ -60,8 +78,6 @@ def print_summary(report: dict, destination: str) -> None:
                                     for g in names])
         console.print(groups)
     console.print(f"report: {destination}/report.html", highlight=False)
-    from .notify import index_link
-
     index = index_link(f"{destination}/report.html")
     if index:
         console.print(f"all windows: {index}", highlight=False)
@@ -97,32 +113,25 @@ def run(
                       ] = True,
 ) -> None:
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
-    from .audit import AuditRequest
-    from .config import load_config
-    from .core.window import AuditWindow, resolve_grace
-    from .paths import check_plain_text, check_relative_dir, check_report_root
-    from .privacy import pseudonym_key
+    from .audit import AuditFailed, build_request, run_audit  # PySpark: `run` only (above)
 
     try:
-        check_report_root(out)
-        for name in [*(topic or []), *(group or [])]:
-            check_plain_text(name, f"--topic/--group {name!r}")
-        cfg = load_config(config)
-        window = AuditWindow.of(start, end, resolve_grace(grace, cfg.grace_minutes)[0])
-        check_relative_dir(window.relative_dir)
-        formats = dict(_split_format(f) for f in fmt or [])
-        if cfg.pseudonymise:
-            pseudonym_key()  # fail here, before Spark starts, when the secret is missing
+        req = build_request(sends=sends, broker=broker, ledger=ledger, events=events,
+                            start=start, end=end, out=out, grace=grace, config=config,
+                            formats=fmt or [], topics=topic or [], groups=group or [],
+                            notify=notify, master=master, remote=spark_remote)
     except ValueError as exc:
         _fail(str(exc))
-    req = AuditRequest(inputs={"sends": sends, "broker": broker, "ledger": ledger,
-                               "events": events or []},
-                       window=window, out=out, config=cfg, formats=formats,
-                       topics=list(topic or []), groups=list(group or []), notify=notify)
-    if master and spark_remote:
-        _fail("give --master or --spark-remote, not both")
-    code = execute(req, master=master, json_out=json_out, remote=spark_remote)
-    raise typer.Exit(code)
+    try:
+        result = run_audit(req)
+    except AuditFailed as exc:  # its message is redacted
+        err.print(f"[bold red]{exc.kind} error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(exc.exit_code) from None
+    if json_out:
+        sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
+    else:
+        print_summary(result.report, result.destination)
+    raise typer.Exit(result.exit_code)
 
 
 @app.command()
@@ -130,10 +139,6 @@ def index(
     out: Annotated[str, typer.Option(help="report root: a directory or s3://bucket/prefix")],
 ) -> None:
     """Rebuild the report root's index (index.json, index.html) from its published windows."""
-    from .paths import check_report_root
-    from .redaction import redact_text
-    from .storage import INDEX_HTML, rebuild_index
-
     try:
         check_report_root(out)
     except ValueError as exc:
@@ -170,13 +175,6 @@ def explain(
     """The story of one message (--key K --topic T) or record (--partition T:P --offset O)
     from a published report: its sends, broker copies, every processing by every group, its
     anomalies and the group events around it. No Spark."""
-    from datetime import timedelta
-
-    from .explain.answering import explain as tell
-    from .explain.printing import render
-    from .explain.reading import ExplainError, load
-    from .explain.selecting import Query, parse_partition
-
     try:
         if (key is None) == (partition is None) or (key is not None and topic is None) or (
                 partition is not None and offset is None):
@@ -193,7 +191,7 @@ def explain(
     if json_out:
         sys.stdout.write(json.dumps(answer.to_json(), indent=2) + "\n")
     else:
-        render(answer, console)
+        render_story(answer, console)
 
 
 @app.command()
@@ -212,14 +210,6 @@ def convert(
 ) -> None:
     """Convert tool output and logs to the canonical JSON Lines `run` ingests, and say what
     became of every line. No Spark."""
-    from .adapters.convert_command import (
-        UsageError,
-        build_config,
-        parse_options,
-        render,
-        run_convert,
-    )
-
     try:
         cfg = build_config(config, parse_options(option or []))
         result = run_convert(fmt, source, [str(f) for f in files], out, cfg)
@@ -234,70 +224,23 @@ def convert(
     if json_out:
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
-        render(result, console)
+        render_conversion(result, console)
 
 
-def _split_format(text: str) -> tuple[str, str]:
-    from .schemas import SOURCES
-
-    source, sep, fmt = text.partition("=")
-    if not sep or source not in SOURCES:
-        raise ValueError(f"--format takes SOURCE=FORMAT with SOURCE one of {', '.join(SOURCES)}")
-    return source, fmt
-
-
-def execute(req, master: str | None = None, json_out: bool = False,
-            remote: str | None = None) -> int:
-    """Run an audit and print its summary; the exit code for the shell. ``remote`` (or
-    SPARK_REMOTE): through that Spark Connect endpoint instead of a local session."""
-    from .audit import EXIT_INPUT, run_audit
-    from .ingest import InputError
-    from .ingest.files import local_size
-    from .quality import prepare_in_background
-    from .redaction import redact_text
-    from .spark import get_spark, spark_remote
-    from .storage import PublishError
-
-    prepare_in_background()  # GX's imports overlap the JVM's start (or the connection)
-    url = None if master else spark_remote(remote)
-    try:
-        spark = get_spark(master=master, remote=url, input_bytes=None if url else local_size(
-            [p for patterns in req.inputs.values() for p in patterns or []]))
-    except Exception as exc:  # noqa: BLE001 - e.g. no Connect server at that address
-        if not url:
-            raise
-        err.print(f"[bold red]spark connect error:[/] {escape(redact_text(exc))}",
-                  highlight=False)
-        return EXIT_INPUT
-    try:
-        result = run_audit(spark, req)
-    except InputError as exc:
-        err.print(f"[bold red]input error:[/] {escape(redact_text(exc))}", highlight=False)
-        return EXIT_INPUT
-    except PublishError as exc:  # already redacted by audit.publish_report
-        err.print(f"[bold red]publish error:[/] {escape(redact_text(exc))}", highlight=False)
-        return EXIT_PUBLISH
-    finally:
-        if url:  # release the server-side session: its checkpoints and cached blocks
-            spark.stop()  # would otherwise stay on the warm server until it times out
-    if json_out:
-        sys.stdout.write(json.dumps(result.report, indent=2, default=str) + "\n")
-    else:
-        print_summary(result.report, result.destination)
-    return result.exit_code
+def add_commands_from_entry_points(target: typer.Typer, group: str = COMMANDS_GROUP) -> None:
+    """Commands other installed distributions add (the simulator's `generate` and `lab`,
+    declared in sim/pyproject.toml): each entry point of ``group`` is called with the app.
+    The engine imports none of them by name; one that fails to load is skipped with a
+    warning, the engine's own commands still run."""
+    for ep in entry_points(group=group):
+        try:
+            ep.load()(target)
+        except Exception as exc:  # noqa: BLE001 - a broken add-on must not break the CLI
+            err.print(f"[yellow]warning:[/] commands of {escape(ep.value)} not loaded: "
+                      f"{escape(redact_text(exc))}", highlight=False)
 
 
-def _add_simulator_commands() -> None:
-    """`generate` and `lab` come from the simulator (delivery_audit_sim, its own package in
-    this repository) when it is installed; the engine does not depend on it."""
-    if importlib.util.find_spec("delivery_audit_sim") is None:
-        return
-    from delivery_audit_sim.cli import add_commands
-
-    add_commands(app)
-
-
-_add_simulator_commands()
+add_commands_from_entry_points(app)
 
 
 def main() -> None:  # pragma: no cover - console entry

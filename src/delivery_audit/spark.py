@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from urllib.parse import urlparse
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULT_CONF: dict[str, str] = {
@@ -68,8 +75,6 @@ def _submitted_conf() -> set[str]:
     properties); empty when Python starts the JVM itself."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return set()
-    from pyspark import SparkConf, SparkContext
-
     SparkContext._ensure_initialized()  # connect to spark-submit's JVM: SparkConf reads it
     return {k for k, _ in SparkConf().getAll()}
 
@@ -119,9 +124,6 @@ def check_reachable(url: str, timeout: float = 10) -> None:
     """Fail fast (ConnectionError naming host and port, never the URL's token) when nothing
     accepts a TCP connection at the endpoint: PySpark's client would otherwise retry an
     unavailable server for 10 minutes."""
-    import socket
-    from urllib.parse import urlparse
-
     netloc = urlparse(url.split(";", 1)[0]).netloc if url.startswith("sc://") else ""
     host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
     if not host:
@@ -140,8 +142,6 @@ def get_connect_spark(url: str, app_name: str = "delivery-audit",
     plans. Each client session has its own SQL settings on the server: the engine's
     (DEFAULT_CONF's runtime ones, then ``conf``) are set on it; the static ones (driver,
     UI, memory) are the server's own (scripts/spark_connect.py starts it with them)."""
-    import warnings
-
     # the Connect client warns of a window without partitioning itself, which a classic
     # session only logs (at WARN, below the auditor's log level)
     warnings.filterwarnings("ignore", message="WARN WindowExpression: No Partition Defined")
@@ -191,8 +191,6 @@ def default_parallelism(spark: SparkSession) -> int:
 
 def range_splits(plan: str) -> int | None:
     """The split count of the Range in a plan's text (``Range (0, 1, step=1, splits=2)``)."""
-    import re
-
     found = re.search(r"splits=(\d+)", plan)
     return int(found.group(1)) if found else None
 
@@ -286,3 +284,28 @@ class JobCounter:
         self.jobs = self.count()
         self._sc.setLocalProperty("spark.jobGroup.id", None)
         self._sc.setLocalProperty("spark.job.description", None)
+
+
+JOB_LABEL = "audit: "  # Spark job descriptions: "audit: detect", "audit: ingest", …
+
+
+def job_labels(spark: SparkSession, prefix: str = JOB_LABEL
+               ) -> Callable[[str], AbstractContextManager[None]]:
+    """A stage hook (audit.Stages): while a stage runs, its Spark jobs carry the description
+    ``prefix`` + the stage's name (the Spark UI and REST API show it), the outer description
+    restored after. Nothing under Spark Connect, whose jobs carry the run's tag instead."""
+    sc = None if is_connect(spark) else spark.sparkContext
+
+    @contextmanager
+    def label(name: str) -> Iterator[None]:
+        if sc is None:
+            yield
+            return
+        previous = sc.getLocalProperty("spark.job.description")
+        sc.setJobDescription(f"{prefix}{name}")
+        try:
+            yield
+        finally:
+            sc.setJobDescription(previous)  # type: ignore[arg-type]
+
+    return label

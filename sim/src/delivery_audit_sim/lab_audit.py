@@ -43,8 +43,9 @@ def audit_recordings(files: dict[str, list[str]], started: datetime, finished: d
         from delivery_audit.spark import get_spark
 
         spark = get_spark("delivery-audit-lab")
-    return run_audit(spark, AuditRequest(inputs=files, window=window, out=str(out),
-                                         config=AuditConfig.from_dict(config), notify=False))
+    return run_audit(AuditRequest(inputs=files, window=window, out=str(out),
+                                  config=AuditConfig.from_dict(config), notify=False,
+                                  spark=spark))
 
 
 __all__ = ["audit_recordings", "fresh_recordings", "recorded_files"]

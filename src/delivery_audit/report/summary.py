@@ -1,4 +1,6 @@
-"""report.json: the audit's machine-readable result (schema documented in docs/report-schema.md)."""
+"""report.json's figures: the small tables detection collects (anomaly units, states, judged
+identities) and the sections built from them; report/assemble.py puts the report together
+(schema documented in docs/report-schema.md)."""
 
 from __future__ import annotations
 
@@ -141,29 +143,3 @@ def build_latency_sla(group_ids: list[str], sla_ms: dict[str, int | None],
     configured, late_delivery not judged) and ``late`` (late_delivery's count)."""
     late = (anomalies.get("late_delivery") or {}).get("by_group") or {}
     return {g: {"sla_ms": sla_ms.get(g), "late": int(late.get(g, 0))} for g in group_ids}
-
-
-def build_report(*, window: dict[str, Any], run: dict[str, Any], inputs: dict[str, Any],
-                 judged_by_topic: dict[str, int], anomaly_rows: list[dict[str, Any]],
-                 state_rows: list[dict[str, Any]], group_ids: list[str],
-                 group_topics: dict[str, list[str]], config_summary: dict[str, Any],
-                 transactions: list[dict[str, Any]] | None = None,
-                 sla_ms: dict[str, int | None] | None = None) -> dict[str, Any]:
-    """report.json (see docs/report-schema.md). ``transactions``: build_transactions'
-    list; ``sla_ms``: group → latency SLA."""
-    anomalies = build_anomalies(anomaly_rows)
-    groups = build_groups(group_ids, group_topics, judged_by_topic, state_rows, anomalies)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run": run,
-        "window": window,
-        "config": config_summary,
-        "inputs": inputs,
-        "judged": sum(judged_by_topic.values()),
-        "judged_by_topic": dict(sorted(judged_by_topic.items())),
-        "anomalies": anomalies,
-        "groups": groups,
-        "balance_ok": all(g["balance_ok"] for g in groups.values()),
-        "transactions": list(transactions or []),
-        "latency_sla": build_latency_sla(group_ids, sla_ms or {}, anomalies),
-    }

@@ -3,6 +3,8 @@
 Rules, in this order (the worst outcome wins):
 
 * ``balance_ok`` false (overall or for a group) → fail: the states do not add up.
+* The results validation (GX's results suite, quality/results.py) failed → fail (named as a
+  reason when no rule above failed: the suite re-checks those rules too).
 * A critical anomaly with a count > 0 → fail, unless ``allow_critical`` is set.
 * Thresholds ``{"warn": n, "fail": n}`` trigger when a count is **greater** than n.
   ``topic_thresholds[topic][anomaly]`` judges that topic's units
@@ -114,8 +116,13 @@ def _severity(report: dict, name: str) -> str:
     return spec.severity if spec else "info"
 
 
-def decide(report: dict, config: AuditConfig) -> dict:
-    """{"verdict": "pass"|"warn"|"fail", "reasons": [...]} (fail reasons first)."""
+def decide(report: dict, config: AuditConfig,
+           results_validation: dict | None = None) -> dict:
+    """{"verdict": "pass"|"warn"|"fail", "reasons": [...]} (fail reasons first): the one
+    place the verdict is decided. ``results_validation``: the results suite's outcome
+    (``{"success": …, "failed": […]}``; default: the report's own ``results_validation``);
+    a failed one fails the run, whatever the figures say (its reason is given when nothing
+    else failed)."""
     validate_thresholds(config)
     found: list[tuple[str, str]] = []  # (level, reason)
 
@@ -149,6 +156,14 @@ def decide(report: dict, config: AuditConfig) -> dict:
             if severity == "critical" and not config.allow_critical:
                 continue  # already a fail above
             found.append(("warn", f"{where} = {check.count} ({severity})"))
+
+    results = report.get("results_validation") if results_validation is None \
+        else results_validation
+    # the results suite also fails on what failed above (critical counts, fail thresholds,
+    # broken balance): its failure is a reason of its own only when nothing else failed
+    if isinstance(results, dict) and results.get("success") is False \
+            and not any(level == "fail" for level, _ in found):
+        found.append(("fail", "results validation failed"))
 
     verdict = "pass"
     for level, _ in found:
