@@ -25,6 +25,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..adapters import convert
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
@@ -113,8 +114,6 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
-        from ..adapters import convert
-
         adapted = work / "adapted" / source
         adapted.mkdir(parents=True, exist_ok=True)
         files, extra_counts = convert(fmt, source, list(resolved.files),

@@ -7,26 +7,19 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..adapters import ADAPTERS, AUTO
+from ..errors import InputError
+from ..fields import SOURCES
 from .pruning import Bounds, keep
 
 FORMATS = ("jsonl", "csv", "parquet")
 # Real-world formats (contract §6), converted to canonical JSON Lines by adapters/ first:
-# format name -> the sources it can feed.
+# format name -> the sources it can feed, from the one registry (adapters.ADAPTERS); with
+# ``auto`` each file's adapter is sniffed from its content (adapters/sniff.py), checked per file.
 ADAPTER_FORMATS: dict[str, tuple[str, ...]] = {
-    "kafka-verifiable-producer": ("sends",),
-    "kafka-verifiable-consumer": ("ledger", "events"),
-    "kafka-dump-log": ("broker",),
-    "kafka-console-consumer": ("broker", "ledger"),
-    "client-log": ("events",),  # Java client / Spring Kafka / kafka-python consumer logs
-    "coordinator-log": ("events",),  # broker GroupCoordinator server.log
-    "librdkafka-log": ("events",),  # librdkafka (confluent-kafka-*, rust-rdkafka) logs
-    # each file's adapter sniffed from its content (adapters/sniff.py); checked per file
-    "auto": ("sends", "broker", "ledger", "events"),
+    **{fmt: module.SOURCES for fmt, module in ADAPTERS.items()},
+    AUTO: SOURCES,
 }
-
-
-class InputError(Exception):
-    """An input that cannot be read at all: the run fails with a message naming it."""
 
 
 @dataclass(frozen=True)

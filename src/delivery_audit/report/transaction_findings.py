@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..remediation.commands import abort_command, find_hanging_command
+from ..txn_evidence import evidence
 from .digest import Digest
 from .findings import SECTION, Clock, Finding, iso, ms_of, n, plural, seconds
-from .transactions import evidence
 
 TOLD: frozenset[str] = frozenset(
     {"aborted_read", "hanging_transaction", "zombie_write", "late_delivery"})

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ... import sqlexpr as S
+from ...errors import InputError
 from ...schemas import Field
 from ...sqlexpr import X
 
@@ -71,6 +72,4 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
 
 
 def input_error(message: str) -> Exception:
-    from ..files import InputError
-
     return InputError(message)
