@@ -29,9 +29,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from .anomalies import PER_ANOMALY
 from .core.timefmt import instant, iso_z
 
-PER_ANOMALY = 5000  # detection/evidence_table.PER_ANOMALY (that module imports Spark)
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "info": 3}
 KIND_RANK = {"send": 0, "broker": 1, "event": 2, "eviction": 3, "rebalance": 4,
              "processing": 5}

@@ -27,10 +27,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..anomalies import PER_ANOMALY
 from ..schemas import ANOMALY_SCHEMA
 from .keyed import ID, KEY, LEDGER, SEND, KeyedPass
 
-PER_ANOMALY = 5000  # anomaly rows per anomaly name whose identity the evidence keeps
 FILE = "evidence.parquet"
 
 # the evidence column each transport column (the anomaly table's) carries
