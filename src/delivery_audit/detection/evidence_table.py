@@ -24,6 +24,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -120,8 +123,6 @@ def group_events(anomalies: DataFrame, events: DataFrame) -> DataFrame:
 
 
 def arrow_schema():
-    import pyarrow as pa
-
     ts = pa.timestamp("us", tz="UTC")
     return pa.schema([
         ("source", pa.string()), ("topic", pa.string()), ("key", pa.string()),
@@ -140,10 +141,6 @@ def publish(detection_root: str | Path, dest: str | Path) -> int:
     """The evidence rows of a written detection (``_table=evidence`` under its root, then
     removed) as one Parquet file ``dest/evidence.parquet`` in the table's own schema, rows
     sorted (a re-run writes the same bytes); pyarrow only. Returns the row count."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     source = Path(detection_root) / "_table=evidence"
     parts = [pq.read_table(f, coerce_int96_timestamp_unit="us")  # far instants
              for f in sorted(source.glob("*.parquet"))] \

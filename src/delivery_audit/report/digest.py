@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..anomaly_table import read_anomalies
 from ..core.timefmt import epoch_ms
 
 ANY: Any = ...  # a filter value meaning "whatever it is" (None means "null")
@@ -119,8 +120,6 @@ class Digest:
     def from_parquet(cls, path: str | Path) -> Digest:
         """The anomaly table at ``path`` (a folder of Parquet files); an absent or
         unreadable table is an empty digest (the narrative then says less, never fails)."""
-        from ..anomaly_table import read_anomalies
-
         try:
             return cls.from_table(read_anomalies(path))
         except (OSError, ValueError, pa.ArrowException):

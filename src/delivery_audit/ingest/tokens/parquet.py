@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,8 +36,6 @@ def _parquet_groups(files: list[str]) -> dict[str, list[str]]:
     are unioned, so files that type a column differently (``partition`` int in one,
     string in another) are each parsed by their own types instead of failing Spark's
     schema merge."""
-    import pyarrow.parquet as pq
-
     groups: dict[str, list[str]] = defaultdict(list)
     for path in files:
         try:
