@@ -36,7 +36,7 @@ def with_position(df: DataFrame) -> DataFrame:
     the file has a column named ``_metadata``."""
     meta = df.metadataColumn("_metadata")
     return df.select(
-        *[F.col(quoted(c)) for c in _data_columns(df)],
+        *[quoted(c) for c in _data_columns(df)],
         meta.getField("file_path").alias("_file"),
         meta.getField("file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_pos"),

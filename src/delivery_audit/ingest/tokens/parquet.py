@@ -74,7 +74,7 @@ def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -
     types = _types(df)
     meta = df.metadataColumn("_metadata")
     df = df.select(
-        *[F.col(quoted(c)) for c in types],
+        *[quoted(c) for c in types],
         meta.getField("file_path").alias("_file"),
         F.lit(-1).cast("long").alias("_block"),  # _pos is the row index: row = _pos + 1
         meta.getField("row_index").alias("_pos"),
@@ -105,4 +105,4 @@ def _raw_json(columns: list[str]) -> Column:
     """The row as a JSON object of its data columns, for the quarantine table."""
     if not columns:
         return F.lit("{}")
-    return F.to_json(F.struct(*[F.col(quoted(c)) for c in columns]))
+    return F.to_json(F.struct(*[quoted(c) for c in columns]))
