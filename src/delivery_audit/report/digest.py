@@ -31,7 +31,7 @@ SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("member_id", pa.string()), ("related_member_id", pa.string()), ("units", pa.int64()),
     ("t", pa.int64()),  # the row's ts as epoch milliseconds
-    # contract §9's evidence (report/transactions.py reads it)
+    # contract §9's evidence (txn_evidence.py reads it)
     ("related_offset", pa.int64()), ("rt", pa.int64()),  # related_ts as epoch ms
     ("attempts", pa.int64()), ("detail", pa.string()),
 ])

@@ -1,7 +1,7 @@
 """The narrative's findings for contract §9: aborted reads (per group and isolation),
 hanging transactions, fenced producers' writes (zombie_write) and late deliveries (per
 group), each with its figures (pid, epochs, marker offsets, the SLA and the measured
-delays: report/transactions.py reads them from the rows) and its advice.
+delays: txn_evidence.py reads them from the rows) and its advice.
 
 Causes: ``aborted_read_uncommitted`` (a setting: isolation.level), ``aborted_read_committed``
 (a client or broker fault, to escalate), ``aborted_read`` (the isolation is not known),
