@@ -68,8 +68,11 @@ bench: setup
 # HOSTILE_PER_SOURCE hostile lines per source in one audit (its table by kind is printed), the
 # property tests with FUZZ_EXAMPLES examples per reader (runs of 50 in one Spark job each) and
 # FUZZ_ADAPTER_EXAMPLES adapter examples (pure Python). FUZZ_SHRINK=1 lets Hypothesis shrink a
-# failure. CI runs the same tests at 1,000 hostile lines per source, 4 examples per reader and
-# 3,000 adapter examples.
+# failure. CI (make test) runs the same tests at 1,000 hostile lines per source, 4 examples per
+# reader (derandomized: the same every run; one per source, their plans drawing every mutation
+# kind of each reader, which tests/fuzz/test_readers.py checks), every adapter format and
+# source once through ingest (drawing every adapter mutation kind, checked) and 3,000 adapter
+# examples.
 FUZZ_EXAMPLES ?= 100
 FUZZ_ADAPTER_EXAMPLES ?= 10000
 HOSTILE_PER_SOURCE ?= 10000

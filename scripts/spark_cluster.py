@@ -18,7 +18,7 @@ import sys
 import urllib.error
 from pathlib import Path
 
-from spark_daemons import SparkCluster, marked_pids, state_path
+from spark_daemons import SparkCluster, state_path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="2g")
     args = parser.parse_args(argv)
     if args.command == "start":
-        if args.state.exists():
-            old = SparkCluster.load(args.state)
-            if marked_pids(old.cluster_id):
-                print(f"already running (state {args.state}):\n{old.describe()}")
-                return 1
+        if old := SparkCluster.running_at(args.state):
+            print(f"already running (state {args.state}):\n{old.describe()}")
+            return 1
         cluster = SparkCluster(workers=args.workers, cores=args.cores, memory=args.memory)
         cluster.start()
         # the CLI exits; the state file is how `stop` finds the cluster again
@@ -51,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     cluster = SparkCluster.load(args.state)
     if args.command == "status":
         print(cluster.describe())
-        running = marked_pids(cluster.cluster_id)
-        print(f"processes: {running or 'none'}")
+        print(f"processes: {cluster.running() or 'none'}")
         try:
             state = cluster.status()
         except (urllib.error.URLError, OSError) as exc:
@@ -63,10 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                           for w in state.get("workers", [])))
         print(f"active apps: {[a.get('name') for a in state.get('activeapps', [])]}")
         return 0
-    leftovers = cluster.stop()
-    args.state.unlink(missing_ok=True)
-    print("stopped" + (f" (SIGKILLed {leftovers})" if leftovers else "")
-          + f"; processes left: {marked_pids(cluster.cluster_id) or 'none'}")
+    print(cluster.stop_saved(args.state))
     return 0
 
 

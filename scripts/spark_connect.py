@@ -23,7 +23,7 @@ import sys
 import urllib.error
 from pathlib import Path
 
-from spark_daemons import HOST, ConnectServer, SparkCluster, marked_pids, state_path
+from spark_daemons import HOST, ConnectServer, SparkCluster, state_path
 
 
 def _master(given: str) -> str:
@@ -45,11 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executor-memory", default="1g")
     args = parser.parse_args(argv)
     if args.command == "start":
-        if args.state.exists():
-            old = ConnectServer.load(args.state)
-            if marked_pids(old.server_id):
-                print(f"already running (state {args.state}):\n{old.describe()}")
-                return 1
+        if old := ConnectServer.running_at(args.state):
+            print(f"already running (state {args.state}):\n{old.describe()}")
+            return 1
         server = ConnectServer(master=_master(args.master), driver_memory=args.driver_memory,
                                executor_memory=args.executor_memory)
         server.start()
@@ -70,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "status":
         print(server.describe())
-        running = marked_pids(server.server_id)
-        print(f"processes: {running or 'none'}")
+        print(f"processes: {server.running() or 'none'}")
         try:
             state = server.status()
         except (urllib.error.URLError, OSError) as exc:
@@ -80,10 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gRPC port answering: {state['grpc']}; applications: "
               + ", ".join(f"{a['name']} ({a['id']})" for a in state["apps"]))
         return 0 if state["grpc"] else 1
-    leftovers = server.stop()
-    args.state.unlink(missing_ok=True)
-    print("stopped" + (f" (SIGKILLed {leftovers})" if leftovers else "")
-          + f"; processes left: {marked_pids(server.server_id) or 'none'}")
+    print(server.stop_saved(args.state))
     return 0
 
 

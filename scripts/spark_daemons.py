@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -39,10 +40,15 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar, Self
+
+import pyspark
 
 from delivery_audit.core.process import pid_alive, process_state
+from delivery_audit.spark import DEFAULT_CONF
 
 HOST = "127.0.0.1"
 _CHECKOUT = hashlib.sha1(str(Path(__file__).resolve().parents[1]).encode()).hexdigest()[:8]
@@ -61,8 +67,6 @@ def spark_home() -> Path:
     """SPARK_HOME if set, else the installed pyspark package (it ships bin/ and jars/)."""
     if os.environ.get("SPARK_HOME"):
         return Path(os.environ["SPARK_HOME"])
-    import pyspark
-
     return Path(pyspark.__file__).resolve().parent
 
 
@@ -133,19 +137,135 @@ class DaemonExited(RuntimeError):
 
 
 @dataclass
-class SparkCluster:
+class _Daemons:
+    """What a standalone cluster and a Connect server share: a temp folder of their own
+    (logs, conf, scratch; removed by ``stop`` when they made it), an environment with their
+    marker, each daemon in a session of its own, a start retried on other free ports when a
+    port was taken meanwhile, stop by process group then by marker, and a state file."""
+
+    base_dir: str = ""
+    _own_base: bool = False
+
+    _PREFIX: ClassVar[str] = "delivery-audit-spark-"
+    _FOLDERS: ClassVar[tuple[str, ...]] = ("logs", "local", "conf")
+
+    @property
+    def marker_id(self) -> str:  # the value of MARKER in every process of this set
+        raise NotImplementedError
+
+    def daemons(self) -> list[Daemon]:
+        """Every daemon started, to be stopped (process group leaders)."""
+        raise NotImplementedError
+
+    def _make_base(self) -> Path:
+        if not self.base_dir:
+            self.base_dir = tempfile.mkdtemp(prefix=self._PREFIX)
+            self._own_base = True
+        base = Path(self.base_dir)
+        for sub in self._FOLDERS:
+            (base / sub).mkdir(parents=True, exist_ok=True)
+        return base
+
+    def _env(self) -> dict[str, str]:
+        """This process's environment without a client's Spark settings, plus the daemons'."""
+        base = Path(self.base_dir)
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("PYSPARK_GATEWAY")
+               and k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
+        env.update({
+            "SPARK_HOME": str(spark_home()),
+            "SPARK_LOCAL_IP": HOST,
+            "SPARK_LOCAL_DIRS": str(base / "local"),
+            "SPARK_CONF_DIR": str(base / "conf"),
+            "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
+            MARKER: self.marker_id,
+        })
+        return env
+
+    def _popen(self, name: str, cmd: list[str], webui_port: int) -> Daemon:
+        """Start one daemon in a session of its own, its output in ``logs/<name>.log``.
+        spark-class and spark-submit exec java, so the PID is the JVM's, its group its own."""
+        base = Path(self.base_dir)
+        log = base / "logs" / f"{name}.log"
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd, env=self._env(), stdout=out, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, cwd=base, start_new_session=True)
+        return Daemon(name=name, pid=proc.pid, pgid=proc.pid, log=str(log),
+                      webui_port=webui_port)
+
+    @staticmethod
+    def _on_free_ports(launch: Callable[[], Daemon], wait: Callable[[], object]) -> None:
+        """``launch`` (choosing free ports) then ``wait``; again on other ports when the
+        daemon exited (a port taken between choosing and binding), up to PORT_ATTEMPTS."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            daemon = launch()
+            try:
+                wait()
+                return
+            except DaemonExited:
+                _reap(daemon.pid)
+                if attempt == PORT_ATTEMPTS:
+                    raise
+
+    def stop(self, timeout: float = 30) -> list[int]:
+        """Stop every daemon by its process group, then kill any process left with the
+        marker. Returns the PIDs that needed the final SIGKILL."""
+        leftovers = _stop_groups(self.daemons(), self.marker_id, timeout)
+        if self._own_base and self.base_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+        return leftovers
+
+    def running(self) -> list[int]:
+        """The live processes that carry this set's marker."""
+        return marked_pids(self.marker_id)
+
+    # ------------------------------------------------------------------ state file
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        return cls(**cls._from_state(json.loads(path.read_text())))
+
+    @classmethod
+    def _from_state(cls, raw: dict) -> dict:
+        return raw
+
+    @classmethod
+    def running_at(cls, path: Path) -> Self | None:
+        """The set a state file describes, when any of its processes still runs."""
+        if not path.exists():
+            return None
+        old = cls.load(path)
+        return old if old.running() else None
+
+    def stop_saved(self, path: Path) -> str:
+        """Stop, forget the state file; what happened, in a line."""
+        leftovers = self.stop()
+        path.unlink(missing_ok=True)
+        return ("stopped" + (f" (SIGKILLed {leftovers})" if leftovers else "")
+                + f"; processes left: {self.running() or 'none'}")
+
+
+@dataclass
+class SparkCluster(_Daemons):
     workers: int = 2
     cores: int = 1
     memory: str = "2g"
     daemon_memory: str = "512m"
-    base_dir: str = ""
     cluster_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     master_port: int = 0
     master_webui_port: int = 0
     master: Daemon | None = None
     worker_daemons: list[Daemon] = field(default_factory=list)
     killed: list[dict] = field(default_factory=list)
-    _own_base: bool = False
+
+    _FOLDERS: ClassVar[tuple[str, ...]] = ("logs", "work", "local", "conf")
+
+    @property
+    def marker_id(self) -> str:
+        return self.cluster_id
 
     # ------------------------------------------------------------------ addresses
 
@@ -160,39 +280,15 @@ class SparkCluster:
     # ------------------------------------------------------------------ lifecycle
 
     def _env(self) -> dict[str, str]:
-        base = Path(self.base_dir)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK_GATEWAY")}
-        env.update({
-            "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": HOST,
-            "SPARK_LOCAL_DIRS": str(base / "local"),
-            "SPARK_CONF_DIR": str(base / "conf"),
-            "SPARK_DAEMON_MEMORY": self.daemon_memory,
-            "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
-            MARKER: self.cluster_id,
-        })
-        return env
+        return {**super()._env(), "SPARK_DAEMON_MEMORY": self.daemon_memory}
 
     def _spawn(self, name: str, args: list[str], webui_port: int) -> Daemon:
-        base = Path(self.base_dir)
-        log = base / "logs" / f"{name}.log"
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), *args,
-                 "--properties-file", str(base / "conf" / "spark-defaults.conf")],
-                env=self._env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=base, start_new_session=True)
-        # spark-class execs java, so this PID is the daemon's JVM; its group is its own
-        return Daemon(name=name, pid=proc.pid, pgid=proc.pid, log=str(log),
-                      webui_port=webui_port)
+        conf = Path(self.base_dir) / "conf" / "spark-defaults.conf"
+        return self._popen(name, [str(spark_home() / "bin" / "spark-class"), *args,
+                                  "--properties-file", str(conf)], webui_port)
 
     def start(self, timeout: float = 120) -> SparkCluster:
-        if not self.base_dir:
-            self.base_dir = tempfile.mkdtemp(prefix="delivery-audit-spark-")
-            self._own_base = True
-        base = Path(self.base_dir)
-        for sub in ("logs", "work", "local", "conf"):
-            (base / sub).mkdir(parents=True, exist_ok=True)
+        base = self._make_base()
         (base / "conf" / "spark-defaults.conf").write_text(
             "spark.master.rest.enabled false\n"
             "spark.ui.showConsoleProgress false\n"
@@ -201,22 +297,19 @@ class SparkCluster:
             "spark.port.maxRetries 0\n"
             # a worker that stops heart-beating is declared lost after this
             "spark.worker.timeout 30\n")
+
+        def launch() -> Daemon:
+            self.master_port, self.master_webui_port = free_port(), free_port()
+            self.master = self._spawn(
+                "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
+                           "--port", str(self.master_port),
+                           "--webui-port", str(self.master_webui_port)],
+                self.master_webui_port)
+            return self.master
+
         try:
-            for attempt in range(1, PORT_ATTEMPTS + 1):
-                self.master_port = free_port()
-                self.master_webui_port = free_port()
-                self.master = self._spawn(
-                    "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
-                               "--port", str(self.master_port),
-                               "--webui-port", str(self.master_webui_port)],
-                    self.master_webui_port)
-                try:
-                    self._wait(lambda s: s.get("status") == "ALIVE", timeout, "the master")
-                    break
-                except DaemonExited:
-                    _reap(self.master.pid)
-                    if attempt == PORT_ATTEMPTS:
-                        raise
+            self._on_free_ports(launch, lambda: self._wait(
+                lambda s: s.get("status") == "ALIVE", timeout, "the master"))
             for i in range(self.workers):
                 self.start_worker(i, timeout=0)
             self.wait_ready(timeout)
@@ -309,33 +402,25 @@ class SparkCluster:
         """Live processes of one of our process groups that carry the marker."""
         return [p for p in marked_pids(self.cluster_id) if _pgid(p) == pgid]
 
+    def daemons(self) -> list[Daemon]:
+        """Workers first, then the master, then the workers killed on purpose."""
+        return [d for d in [*self.worker_daemons, self.master] if d] + [
+            Daemon(**{k: v for k, v in k_.items() if k in Daemon.__dataclass_fields__})
+            for k_ in self.killed]
+
     def stop(self, timeout: float = 30) -> list[int]:
         """Stop every daemon by its process group (workers first), then kill any process left
         with the cluster's marker. Returns the PIDs that needed the final SIGKILL."""
-        groups = [d for d in [*self.worker_daemons, self.master] if d]
-        groups += [Daemon(**{k: v for k, v in k_.items() if k in Daemon.__dataclass_fields__})
-                   for k_ in self.killed]
         try:
-            leftovers = _stop_groups(groups, self.cluster_id, timeout)
+            return super().stop(timeout)
         except RuntimeError as exc:
             raise RuntimeError(f"cluster {exc}") from None
-        if self._own_base and self.base_dir:
-            import shutil
-
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-        return leftovers
-
-    # ------------------------------------------------------------------ state file
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2))
 
     @classmethod
-    def load(cls, path: Path) -> SparkCluster:
-        raw = json.loads(path.read_text())
+    def _from_state(cls, raw: dict) -> dict:
         raw["master"] = Daemon(**raw["master"]) if raw.get("master") else None
         raw["worker_daemons"] = [Daemon(**d) for d in raw.get("worker_daemons", [])]
-        return cls(**raw)
+        return raw
 
     def describe(self) -> str:
         lines = [f"master   {self.master_url}   UI {self.webui_url}   pid {self.master.pid}"
@@ -383,7 +468,7 @@ def _port_open(port: int, timeout: float = 1) -> bool:
 
 
 @dataclass
-class ConnectServer:
+class ConnectServer(_Daemons):
     """A Spark Connect server on 127.0.0.1: ``url`` (sc://) for clients, ``ui_url`` for its
     driver UI (and REST API: the jobs its clients ran). ``master``: ``local[N]`` (the
     server's own JVM runs the tasks) or a standalone cluster's ``spark://`` URL (executors
@@ -394,12 +479,19 @@ class ConnectServer:
     master: str = "local[2]"
     driver_memory: str = "2g"
     executor_memory: str = "1g"
-    base_dir: str = ""
     server_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     port: int = 0
     ui_port: int = 0
     daemon: Daemon | None = None
-    _own_base: bool = False
+
+    _PREFIX: ClassVar[str] = "delivery-audit-connect-"
+
+    @property
+    def marker_id(self) -> str:
+        return self.server_id
+
+    def daemons(self) -> list[Daemon]:
+        return [self.daemon] if self.daemon else []
 
     @property
     def url(self) -> str:
@@ -410,8 +502,6 @@ class ConnectServer:
         return f"http://{HOST}:{self.ui_port}"
 
     def _conf(self) -> dict[str, str]:
-        from delivery_audit.spark import DEFAULT_CONF
-
         conf = {k: v for k, v in DEFAULT_CONF.items() if k != "spark.driver.extraJavaOptions"}
         conf.update({
             "spark.connect.grpc.binding.address": HOST,
@@ -431,51 +521,28 @@ class ConnectServer:
         return conf
 
     def start(self, timeout: float = 120) -> ConnectServer:
-        if not self.base_dir:
-            self.base_dir = tempfile.mkdtemp(prefix="delivery-audit-connect-")
-            self._own_base = True
-        base = Path(self.base_dir)
-        for sub in ("logs", "local", "conf"):
-            (base / sub).mkdir(parents=True, exist_ok=True)
+        self._make_base()
+
+        def launch() -> Daemon:
+            self.port, self.ui_port = free_port(), free_port()
+            self.daemon = self._spawn()
+            return self.daemon
+
         try:
-            for attempt in range(1, PORT_ATTEMPTS + 1):
-                self.port, self.ui_port = free_port(), free_port()
-                self.daemon = self._spawn()
-                try:
-                    self._wait(timeout)
-                    break
-                except DaemonExited:
-                    _reap(self.daemon.pid)
-                    if attempt == PORT_ATTEMPTS:
-                        raise
+            self._on_free_ports(launch, lambda: self._wait(timeout))
         except BaseException:
             self.stop()
             raise
         return self
 
     def _spawn(self) -> Daemon:
-        base = Path(self.base_dir)
-        props = base / "conf" / "spark-defaults.conf"
+        props = Path(self.base_dir) / "conf" / "spark-defaults.conf"
         props.write_text("".join(f"{k} {v}\n" for k, v in self._conf().items()))
-        log = base / "logs" / "connect-server.log"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("PYSPARK_GATEWAY") and k not in ("SPARK_REMOTE",
-                                                                     "SPARK_CONNECT_MODE_ENABLED")}
-        env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": HOST,
-                    "SPARK_LOCAL_DIRS": str(base / "local"), "SPARK_CONF_DIR": str(base / "conf"),
-                    "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
-                    MARKER: self.server_id})
-        with open(log, "ab") as out:
-            # spark-submit execs spark-class, which execs java: this PID is the driver's JVM
-            proc = subprocess.Popen(
-                [str(spark_submit()), "--class", CONNECT_SERVER_CLASS, "--master", self.master,
-                 "--name", "delivery-audit-connect", "--driver-memory", self.driver_memory,
-                 "--driver-java-options", "-XX:+UseParallelGC",
-                 "--properties-file", str(props)],
-                env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=base, start_new_session=True)
-        return Daemon(name="connect-server", pid=proc.pid, pgid=proc.pid, log=str(log),
-                      webui_port=self.ui_port)
+        return self._popen("connect-server", [
+            str(spark_submit()), "--class", CONNECT_SERVER_CLASS, "--master", self.master,
+            "--name", "delivery-audit-connect", "--driver-memory", self.driver_memory,
+            "--driver-java-options", "-XX:+UseParallelGC", "--properties-file", str(props)],
+            self.ui_port)
 
     def _wait(self, timeout: float) -> None:
         """Until the gRPC port accepts connections and the UI's REST API lists the app."""
@@ -509,25 +576,10 @@ class ConnectServer:
                      if any(tag in t for t in j.get("jobTags", []))]
         return jobs
 
-    def stop(self, timeout: float = 30) -> list[int]:
-        """Stop the server by its process group, then kill any process left with its marker.
-        Returns the PIDs that needed the final SIGKILL."""
-        groups = [self.daemon] if self.daemon else []
-        leftovers = _stop_groups(groups, self.server_id, timeout)
-        if self._own_base and self.base_dir:
-            import shutil
-
-            shutil.rmtree(self.base_dir, ignore_errors=True)
-        return leftovers
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2))
-
     @classmethod
-    def load(cls, path: Path) -> ConnectServer:
-        raw = json.loads(path.read_text())
+    def _from_state(cls, raw: dict) -> dict:
         raw["daemon"] = Daemon(**raw["daemon"]) if raw.get("daemon") else None
-        return cls(**raw)
+        return raw
 
     def describe(self) -> str:
         pid = self.daemon.pid if self.daemon else "(none)"

@@ -11,28 +11,14 @@ processes is left running.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from spark_cluster import REPO, cluster_lib  # scripts/spark_daemons.py, loaded by path
+from scripts_loader import load_script
 
-
-def _load_connect_cli():
-    """scripts/spark_connect.py, loaded by its path (it imports spark_daemons, which
-    tests/spark_cluster.py has put in sys.modules)."""
-    name = "spark_connect_cli"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "spark_connect.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-connect_cli = _load_connect_cli()
+cluster_lib = load_script("spark_daemons")
+connect_cli = load_script("spark_connect")  # after spark_daemons, which it imports
 _shared: dict = {"server": None, "state": None, "users": 0}
 
 

@@ -9,27 +9,14 @@ it, the last one's teardown stops it and fails if any of its processes is left r
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from scripts_loader import REPO, load_script  # noqa: F401  (REPO: test_cluster reads it here)
 
-REPO = Path(__file__).resolve().parents[1]
+from delivery_audit.core.packaging import package_zip
 
-
-def _load_cluster_lib():
-    """scripts/spark_daemons.py, loaded by its path (scripts/ is not on sys.path in tests)."""
-    name = "spark_daemons"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "spark_daemons.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-cluster_lib = _load_cluster_lib()
+cluster_lib = load_script("spark_daemons")
 
 _shared: dict = {"cluster": None, "users": 0, "py_files": None}
 
@@ -59,8 +46,6 @@ def spark_cluster():
 @pytest.fixture(scope="session")
 def cluster_py_files(tmp_path_factory) -> Path:
     """The ``--py-files`` zip of delivery_audit (with its GX suites), built once per session."""
-    from delivery_audit.core.packaging import package_zip
-
     if _shared["py_files"] is None or not Path(_shared["py_files"]).is_file():
         _shared["py_files"] = package_zip(tmp_path_factory.mktemp("py-files"))
     return Path(_shared["py_files"])

@@ -124,3 +124,31 @@ def test_braces_and_hidden_names():
     assert select("d/*.jsonl", keys) == ["d/a.jsonl"]
     assert select("d/.*.jsonl", keys) == ["d/.hidden.jsonl"]
     assert select("d/**/*.jsonl", keys) == ["d/a.jsonl", "d/sub/c.jsonl"]
+
+
+def test_a_doubled_slash_is_one_locally_and_literal_on_s3(tmp_path):
+    """Issue 34: ``data//ledger-*.jsonl`` (a shell variable ending in ``/``) means the files
+    of ``data/ledger-*.jsonl`` on a local disk, for the job and the sensor; an S3 key holds
+    its doubled slash: the pattern means the keys spelled with it, and only those."""
+    from delivery_audit_airflow.uris import glob_matches
+
+    from delivery_audit.core.globs import local_files, s3_keys
+
+    _write_tree(tmp_path)
+    single = str(tmp_path / "lake/sends/dt=2026-11-19/*.jsonl")
+    doubled = str(tmp_path) + "//lake/sends//dt=2026-11-19/*.jsonl"
+    want = [str(tmp_path / "lake/sends/dt=2026-11-19/part-0.jsonl")]
+    assert local_files(single) == want
+    assert local_files(doubled) == want
+    assert local_files(str(tmp_path) + "//lake/sends/top.jsonl") == [
+        str(tmp_path / "lake/sends/top.jsonl")]
+    assert sorted(_job(doubled)) == want
+    assert glob_matches(doubled) == want
+
+    keys = ["data/ledger-1.jsonl", "data//ledger-2.jsonl", "data//x/ledger-3.jsonl"]
+
+    def list_keys(prefix: str) -> list[str]:
+        return [k for k in keys if k.startswith(prefix)]
+
+    assert s3_keys("data//ledger-*.jsonl", list_keys) == ["data//ledger-2.jsonl"]
+    assert s3_keys("data/ledger-*.jsonl", list_keys) == ["data/ledger-1.jsonl"]

@@ -1,16 +1,15 @@
 """The catalogue of anomalies and delivery states (audit contract §4).
 
 Each anomaly is declared here once: its name, severity, counting unit, whether it is
-counted per consumer group, the functions under ``detection/`` that decide it, and its
-definition in one line. The report's tables, detection's list of rules
-(``detection.Detection.rules``) and docs/anomalies.md (``python -m
-delivery_audit.anomalies``; a test keeps the file equal to it) are made from it.
+counted per consumer group, the functions under ``detection/`` that decide it (from where
+its inputs are computed to where its row is emitted), and its definition in one line. The
+report's tables, detection's list of rules (``detection.Detection.rules``) and
+docs/anomalies.md (``python -m delivery_audit.anomalies``; a test keeps the file equal to
+it) are made from it.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -20,16 +19,10 @@ class AnomalySpec:
     severity: str  # critical | high | medium | info
     unit: str
     per_group: bool
-    decided_by: tuple[str, ...]  # "module:function" below delivery_audit
+    # "module:function" below delivery_audit: every function a reader follows from the
+    # rule's inputs to the anomaly row, in that order (tests/test_catalogue.py resolves them)
+    decided_by: tuple[str, ...]
     definition: str
-
-    def deciders(self) -> list[Callable]:
-        """The functions that decide this anomaly (imports detection, hence Spark)."""
-        out = []
-        for ref in self.decided_by:
-            module, name = ref.split(":")
-            out.append(getattr(importlib.import_module(f"{__package__}.{module}"), name))
-        return out
 
 
 ANOMALIES: tuple[AnomalySpec, ...] = (
@@ -38,7 +31,13 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "critical",
         "messages",
         False,
-        ("detection.write_side:lost_acked",),
+        (
+            "detection.keyed.leaves:send_rows",
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:identity_rows",
+            "detection.write_side:identity_rules",
+            "detection.write_side:lost_acked",
+        ),
         "acked, no broker copy, acked offset inside the dump range",
     ),
     AnomalySpec(
@@ -46,7 +45,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "messages",
         False,
-        ("detection.write_side:lost_unacked",),
+        (
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:identity_rows",
+            "detection.write_side:identity_rules",
+            "detection.write_side:lost_unacked",
+        ),
         "never acked and no broker copy",
     ),
     AnomalySpec(
@@ -54,7 +58,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "info",
         "messages",
         False,
-        ("detection.write_side:written_despite_failure",),
+        (
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:identity_rows",
+            "detection.write_side:identity_rules",
+            "detection.write_side:written_despite_failure",
+        ),
         "every attempt failed/timed out, yet the broker has the message",
     ),
     AnomalySpec(
@@ -62,7 +71,11 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "medium",
         "missing seq values",
         False,
-        ("detection.write_side:seq_gap",),
+        (
+            "detection.keyed.routed_rows:identity_rows",
+            "detection.write_side:identity_rules",
+            "detection.write_side:seq_gap",
+        ),
         "seq values between a key's lowest and highest judged seq never sent",
     ),
     AnomalySpec(
@@ -70,7 +83,11 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "extra broker copies",
         False,
-        ("detection.write_side:dup_write", "detection.write_side:dup_write_cause"),
+        (
+            "detection.keyed.routed_rows:copy_rows",
+            "detection.write_side:dup_write",
+            "detection.write_side:dup_write_cause",
+        ),
         "one identity at two or more broker offsets",
     ),
     AnomalySpec(
@@ -79,8 +96,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "extra successful processings",
         True,
         (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.consumer:_by_record",
+            "detection.consumer:_emitted",
             "detection.redelivery:moved",
             "detection.redelivery:same_member",
+            "detection.redelivery:_row",
             "detection.redelivery:with_event_cause",
         ),
         "the same record processed successfully again by the same group",
@@ -90,7 +111,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "extra successful processings",
         True,
-        ("detection.delivery_states:dup_effect",),
+        (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.delivery_states:_counted",
+            "detection.delivery_states:dup_effect",
+            "detection.delivery_states:states_pass",
+        ),
         "one identity successfully processed more than once by a group",
     ),
     AnomalySpec(
@@ -98,7 +124,16 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "critical",
         "messages",
         True,
-        ("detection.delivery_states:state",),
+        (
+            "detection.facts:facts_from",
+            "detection.keyed.leaves:ledger_rows",
+            "detection.keyed.identity_facts:_reach_bits",
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:_pairs",
+            "detection.delivery_states:state",
+            "detection.delivery_states:_state_anomalies",
+            "detection.delivery_states:states_pass",
+        ),
         "never processed, and the group went past it",
     ),
     AnomalySpec(
@@ -106,7 +141,13 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "info",
         "messages",
         True,
-        ("detection.delivery_states:state",),
+        (
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:_pairs",
+            "detection.delivery_states:state",
+            "detection.delivery_states:_state_anomalies",
+            "detection.delivery_states:states_pass",
+        ),
         "not processed yet and the group has not gone past it: lag, not loss",
     ),
     AnomalySpec(
@@ -114,7 +155,14 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "critical",
         "messages",
         True,
-        ("detection.delivery_states:state",),
+        (
+            "detection.keyed.leaves:send_rows",
+            "detection.keyed.identity_facts:identities",
+            "detection.keyed.routed_rows:_pairs",
+            "detection.delivery_states:state",
+            "detection.delivery_states:_state_anomalies",
+            "detection.delivery_states:states_pass",
+        ),
         "acked below the log start offset and never processed: deleted by retention",
     ),
     AnomalySpec(
@@ -122,7 +170,10 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "medium",
         "records",
         False,
-        ("detection.ordering:write_reorder",),
+        (
+            "detection.keyed.routed_rows:copy_rows",
+            "detection.ordering:write_reorder",
+        ),
         "a first copy in a partition whose seq is lower than one already written",
     ),
     AnomalySpec(
@@ -130,7 +181,13 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "medium",
         "records",
         True,
-        ("detection.ordering:process_reorder",),
+        (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.consumer:_by_record",
+            "detection.consumer:_by_key",
+            "detection.consumer:_emitted",
+            "detection.ordering:process_reorder",
+        ),
         "a first successful processing whose offset is lower than one already processed",
     ),
     AnomalySpec(
@@ -138,7 +195,11 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "medium",
         "keys",
         False,
-        ("detection.write_side:key_move", "detection.write_side:first_move"),
+        (
+            "detection.keyed.routed_rows:copy_rows",
+            "detection.write_side:key_move",
+            "detection.write_side:first_move",
+        ),
         "a key whose records sit in more than one partition of a topic",
     ),
     AnomalySpec(
@@ -146,7 +207,13 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "attempts",
         True,
-        ("detection.concurrency:concurrent_processing",),
+        (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.consumer:_by_partition",
+            "detection.consumer:_candidate",
+            "detection.concurrency:overlapping_attempts",
+            "detection.concurrency:concurrent_processing",
+        ),
         "an attempt overlapping one by a different member on the same partition",
     ),
     AnomalySpec(
@@ -154,7 +221,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "info",
         "attempts",
         True,
-        ("detection.retries:retry_after_failure",),
+        (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.consumer:_by_record",
+            "detection.consumer:_emitted",
+            "detection.retries:retry_after_failure",
+        ),
         "an attempt that follows a failed one on the same record: expected",
     ),
     AnomalySpec(
@@ -162,7 +234,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "critical",
         "processings",
         True,
-        ("detection.transactions:outcomes", "detection.transactions:aborted_read"),
+        (
+            "detection.transactions:outcomes",
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.transactions:isolation_cause",
+            "detection.transactions:aborted_read",
+        ),
         "a successful processing of a record whose transaction was aborted",
     ),
     AnomalySpec(
@@ -170,8 +247,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "high",
         "transactions",
         False,
-        ("detection.transactions:per_transaction",
-         "detection.transactions:hanging_transaction"),
+        (
+            "detection.transactions:outcomes",
+            "detection.transactions:per_transaction",
+            "detection.transactions:hanging_rows",
+            "detection.transactions:hanging_transaction",
+        ),
         "an open transaction older than transaction_timeout_ms at the partition's last "
         "record: it pins the last stable offset",
     ),
@@ -180,7 +261,11 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "critical",
         "records",
         False,
-        ("detection.transactions:outcomes", "detection.transactions:zombie_write"),
+        (
+            "detection.transactions:outcomes",
+            "detection.keyed.routed_rows:copy_rows",
+            "detection.transactions:zombie_write",
+        ),
         "a transactional record with a lower producer epoch than one already written by "
         "its pid in the partition: a fenced producer's write landed",
     ),
@@ -189,7 +274,12 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "medium",
         "messages",
         True,
-        ("detection.delivery_states:late_delivery",),
+        (
+            "detection.keyed.routed_rows:ledger_out",
+            "detection.delivery_states:_counted",
+            "detection.delivery_states:late_delivery",
+            "detection.delivery_states:states_pass",
+        ),
         "first successful processing more than the group's latency_sla_ms after the "
         "message's judging time",
     ),
@@ -198,6 +288,10 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
 ANOMALY_NAMES: tuple[str, ...] = tuple(a.name for a in ANOMALIES)
 BY_NAME: dict[str, AnomalySpec] = {a.name: a for a in ANOMALIES}
 SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "info")
+
+# the published evidence keeps the identities of at most this many anomaly rows of each
+# anomaly (detection/evidence_table.py writes it, explain.py says so when it stops short)
+PER_ANOMALY = 5000
 
 DUP_WRITE_CAUSES: tuple[str, ...] = ("producer_retry", "idempotence_breach", "unknown")
 REDELIVERY_CAUSES: tuple[str, ...] = ("rebalance", "other")

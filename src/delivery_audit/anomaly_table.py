@@ -16,12 +16,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from .schemas import ANOMALY_SCHEMA
+from .fields import ANOMALY_COLUMNS
 
 _TYPES = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(),
           "timestamp": pa.timestamp("us", tz="UTC")}
-SCHEMA = pa.schema([pa.field(f.name, _TYPES[f.dataType.simpleString()], f.nullable)
-                    for f in ANOMALY_SCHEMA.fields])
+SCHEMA = pa.schema([pa.field(name, _TYPES[kind], nullable)
+                    for name, kind, nullable in ANOMALY_COLUMNS])
 COLUMNS: tuple[str, ...] = tuple(SCHEMA.names)
 # Parquet as Spark writes it: INT96 timestamps in microseconds (Spark's own unit)
 SPARK_PARQUET = ds.ParquetFileFormat(

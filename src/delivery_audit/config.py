@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +68,6 @@ class AuditConfig:
 
     def only_groups(self, group_ids: list[str]) -> AuditConfig:
         """The same config judging exactly these groups (settings kept where given)."""
-        from dataclasses import replace
-
         known = {g.group_id: g for g in self.groups}
         return replace(self, groups=tuple(known.get(g, GroupConfig(g)) for g in group_ids))
 

@@ -39,7 +39,7 @@ class Field:
 
     @property
     def spark_type(self):  # -> pyspark.sql.types.DataType
-        from pyspark.sql import types as T
+        from pyspark.sql import types as T  # not at the top: `convert` imports no Spark
 
         return getattr(T, _SPARK_TYPE_NAMES[self.kind])()
 
@@ -100,3 +100,28 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("detail", "string"),
     ),
 }
+
+# The anomaly table's columns (name, Spark SQL type, nullable): schemas.ANOMALY_SCHEMA (Spark)
+# and anomaly_table.SCHEMA (pyarrow) are both made from them, so that the table is read
+# back without importing Spark.
+ANOMALY_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("anomaly", "string", False),
+    ("severity", "string", False),
+    ("cause", "string", True),
+    ("units", "bigint", False),
+    ("group_id", "string", True),
+    ("topic", "string", True),
+    ("key", "string", True),
+    ("seq", "bigint", True),
+    ("seq_to", "bigint", True),
+    ("partition", "int", True),
+    ("offset", "bigint", True),
+    ("related_partition", "int", True),
+    ("related_offset", "bigint", True),
+    ("member_id", "string", True),
+    ("related_member_id", "string", True),
+    ("ts", "timestamp", True),
+    ("related_ts", "timestamp", True),
+    ("attempts", "bigint", True),
+    ("detail", "string", True),
+)

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from .fields import CONTROLS, EVENT_TYPES, FIELDS, OUTCOMES, SEND_STATUSES, SOURCES, Field
+from .fields import (
+    ANOMALY_COLUMNS,
+    CONTROLS,
+    EVENT_TYPES,
+    FIELDS,
+    OUTCOMES,
+    SEND_STATUSES,
+    SOURCES,
+    Field,
+)
 
 __all__ = ["CONTROLS", "EVENT_TYPES", "FIELDS", "OUTCOMES", "SEND_STATUSES", "SOURCES", "Field"]
 
@@ -36,27 +45,10 @@ QUARANTINE_SCHEMA = T.StructType([
 
 # One row per counting unit of an anomaly (`units` is 1 except for seq_gap
 # ranges, which stand for every missing value between seq_from and seq_to).
-ANOMALY_SCHEMA = T.StructType([
-    T.StructField("anomaly", T.StringType(), False),
-    T.StructField("severity", T.StringType(), False),
-    T.StructField("cause", T.StringType(), True),
-    T.StructField("units", T.LongType(), False),
-    T.StructField("group_id", T.StringType(), True),
-    T.StructField("topic", T.StringType(), True),
-    T.StructField("key", T.StringType(), True),
-    T.StructField("seq", T.LongType(), True),
-    T.StructField("seq_to", T.LongType(), True),
-    T.StructField("partition", T.IntegerType(), True),
-    T.StructField("offset", T.LongType(), True),
-    T.StructField("related_partition", T.IntegerType(), True),
-    T.StructField("related_offset", T.LongType(), True),
-    T.StructField("member_id", T.StringType(), True),
-    T.StructField("related_member_id", T.StringType(), True),
-    T.StructField("ts", T.TimestampType(), True),
-    T.StructField("related_ts", T.TimestampType(), True),
-    T.StructField("attempts", T.LongType(), True),
-    T.StructField("detail", T.StringType(), True),
-])
+_SQL_TYPES = {"string": T.StringType(), "bigint": T.LongType(), "int": T.IntegerType(),
+              "timestamp": T.TimestampType()}
+ANOMALY_SCHEMA = T.StructType([T.StructField(name, _SQL_TYPES[kind], nullable)
+                               for name, kind, nullable in ANOMALY_COLUMNS])
 
 STATE_SCHEMA = T.StructType([
     T.StructField("group_id", T.StringType(), False),

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 __all__ = ["X", "col", "lit", "when", "coalesce", "concat", "concat_ws", "fn", "raw",
-           "select", "struct", "map_literal", "over"]
+           "select", "struct", "map_literal", "over", "column"]
 
 
 def _quote_string(s: str) -> str:
@@ -247,3 +248,9 @@ def select(df: DataFrame, *items: str | X) -> DataFrame:
     """``df.select(...)`` in one call: names (``"*"`` included) or expressions."""
     return df.selectExpr(*[i.sql if isinstance(i, X) else ("*" if i == "*" else _ident(i))
                            for i in items])
+
+
+def column(x: X) -> Column:
+    """The expression as a Column, for a DataFrame method that takes only Columns (a join
+    condition, an aggregate): one call, like :func:`select`."""
+    return F.expr(x.sql)

@@ -272,10 +272,6 @@ def run_ingest(spark, source: str, paths: list[str], fmt: str | None = None,
     return result, quarantine, result.valid.count()
 
 
-def plan_of(mutations: list[str]):
-    return st.lists(st.sampled_from(mutations), min_size=40, max_size=120)
-
-
 # Many examples, one Spark run: Hypothesis draws lists of examples (each its own files,
 # its rows numbered from its own base so no two examples share a row), all written into
 # one file set and ingested together, every source in one ingest_all; the checks are per
@@ -285,23 +281,40 @@ PER_RUN = 50
 ROWS_PER_EXAMPLE = 1000  # above any plan's length
 
 
-def many(example):
-    """The strategy of one run's examples of a reader (FUZZ_EXAMPLES, at most PER_RUN)."""
+def many(files: int, flags: int = 0, salt: int = 0):
+    """The strategy of one run's examples of a reader: FUZZ_EXAMPLES (at most PER_RUN)
+    tuples ``(source, seed, files, *flags)``, expanded from one drawn seed (``salt`` tells
+    the readers apart). The sources take turns, so a run of four examples or more draws
+    every source; each example's seed draws its plan of mutation kinds (``draw_mutations``).
+    One drawn integer, not a Hypothesis list: the first example Hypothesis tries is its
+    simplest (every draw zero), which for a list of tuples is the same example n times."""
     n = max(1, min(FUZZ_EXAMPLES, PER_RUN))
-    return st.lists(example, min_size=n, max_size=n)
+
+    def expand(seed: int) -> list[tuple]:
+        rnd = random.Random(seed * 1_000_003 + salt)
+        first = rnd.randrange(len(SOURCES))
+        return [(SOURCES[(first + i) % len(SOURCES)], rnd.randrange(2**31),
+                 rnd.randint(1, files), *[rnd.random() < 0.5 for _ in range(flags)])
+                for i in range(n)]
+
+    return st.integers(0, 2**31).map(expand)
 
 
 def many_settings() -> settings:
     return fuzz_settings(-(-max(1, FUZZ_EXAMPLES) // PER_RUN))
 
 
-SOURCE, SEED = st.sampled_from(SOURCES), st.integers(0, 2**31)
+# the mutation kinds drawn so far, per list of kinds (tests/fuzz/test_readers.py checks that
+# a run drew every kind of every reader)
+DRAWN: dict[tuple[str, ...], set[str]] = {}
 
 
 def draw_mutations(rnd: random.Random, mutations: list[str]) -> list[str]:
     """An example's plan, drawn from its seed (a Hypothesis list per example would make a
     run of many examples overrun Hypothesis's data budget)."""
-    return [rnd.choice(mutations) for _ in range(rnd.randrange(40, 121))]
+    plan = [rnd.choice(mutations) for _ in range(rnd.randrange(40, 121))]
+    DRAWN.setdefault(tuple(mutations), set()).update(plan)
+    return plan
 
 
 def put_file(path: Path, data: bytes, gz: bool) -> str:

@@ -14,33 +14,13 @@ import zlib
 from pathlib import Path
 
 from ..config import AuditConfig
-from . import (
-    client_log,
-    console_consumer,
-    coordinator_log,
-    dump_log,
-    librdkafka_log,
-    mapping,
-    verifiable_consumer,
-    verifiable_producer,
-)
+from ..errors import InputError
 from .options import Options, stem
+from .registry import ADAPTERS, AUTO
+from .sniff import SniffError, UnreadableInput, sniff
 from .writer import LineAccount, RowWriter
 
 __all__ = ["ADAPTERS", "AUTO", "LineAccount", "convert"]
-
-AUTO = "auto"  # the format of each file sniffed from its first lines (sniff.py)
-
-ADAPTERS = {
-    "kafka-verifiable-producer": verifiable_producer,
-    "kafka-verifiable-consumer": verifiable_consumer,
-    "kafka-dump-log": dump_log,
-    "kafka-console-consumer": console_consumer,
-    "client-log": client_log,
-    "coordinator-log": coordinator_log,
-    "librdkafka-log": librdkafka_log,
-    "mapping": mapping,  # an application's own lines by adapters.mapping rules
-}
 
 
 def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir: Path,
@@ -74,8 +54,6 @@ def convert(fmt: str, source: str, files: list[str], origins: list[str], out_dir
             try:
                 module.convert_file(path, origin, source, writer, opts)
             except (OSError, EOFError, zlib.error) as exc:  # truncated or corrupt gzip, I/O
-                from ..ingest.files import InputError
-
                 raise InputError(f"{origin}: cannot be read: {type(exc).__name__}: "
                                  f"{exc}") from exc
         written.append(str(target))
@@ -93,9 +71,6 @@ def _file_format(fmt: str, source: str, path: str, origin: str, sniffed: list | 
     naming the file when it cannot be told or does not carry ``source``)."""
     if fmt != AUTO:
         return fmt
-    from ..ingest.files import InputError
-    from .sniff import SniffError, UnreadableInput, sniff
-
     try:
         choice = sniff(path, origin)
     except (SniffError, UnreadableInput) as exc:

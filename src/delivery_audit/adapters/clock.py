@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 from .options import Options
@@ -55,8 +55,6 @@ class LogClock:
                                   "(or audit with a window)"), m.end()
                 day, rolled = self.day, True
             if tz and tz not in ("Z", "UTC"):
-                from datetime import timezone
-
                 tzinfo = timezone(tzinfo)  # a fixed offset, built above as a timedelta
             dt = datetime(day.year, day.month, day.day, int(m.group("h")), int(m.group("m")),
                           int(m.group("s")), int(frac), tzinfo=tzinfo)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import PurePath
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ..config import AuditConfig
 
@@ -129,8 +130,6 @@ class Options:
             day = window.start.date()
         tz: Any = UTC
         if data.get("timezone"):
-            from zoneinfo import ZoneInfo
-
             tz = ZoneInfo(str(data["timezone"]))
         group = data.get("group")
         if group is None and len(config.groups) == 1:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from .framing import csv_layout, frame_text
 from .librdkafka_log import is_librdkafka_line
+from .registry import ADAPTERS
 
 SNIFF_LINES = 200
 LIBRDKAFKA = "librdkafka"  # the adapter's name, when this version has one
@@ -91,8 +92,6 @@ def sniff(path: str, origin: str | None = None,
           formats: tuple[str, ...] | None = None) -> Sniffed:
     """The adapter format of a file and the reason, or :class:`SniffError` naming it.
     ``formats`` are the adapters this version has (default: all of ``ADAPTERS``)."""
-    from . import ADAPTERS
-
     known = tuple(formats or ADAPTERS)
     name = origin or path
     try:

@@ -8,6 +8,9 @@ local paths and S3 keys alike. Standard library only (the Airflow plugin imports
   (the POSIX rule: hidden files stay hidden).
 * A pattern without wildcards names a file, or a folder (an S3 prefix): then every file
   below it, except names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc`` files).
+* A local pattern's doubled slashes (``data//ledger-*.jsonl``, as a shell variable ending
+  in ``/`` makes it) are one, as for the shell and the OS; in an S3 key a doubled slash is
+  part of the key and stays literal.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 _WILD = re.compile(r"[*?\[]")
 _HIDDEN = (".", "_")
+_SLASHES = re.compile(r"/{2,}")
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -102,8 +106,8 @@ def select(pattern: str, candidates: Iterable[str]) -> list[str]:
 
 
 def local_files(pattern: str) -> list[str]:
-    """The local files a pattern means (``~`` expanded)."""
-    pattern = os.path.expanduser(pattern)
+    """The local files a pattern means (``~`` expanded, ``//`` read as ``/``)."""
+    pattern = _SLASHES.sub("/", os.path.expanduser(pattern))
     prefix = literal_prefix(pattern)
     if prefix == pattern:  # no wildcard, no brace: a file, or a folder to walk
         return [pattern] if os.path.isfile(pattern) else select(pattern, _walk(pattern, None))

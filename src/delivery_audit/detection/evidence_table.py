@@ -24,14 +24,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..anomalies import PER_ANOMALY
 from ..schemas import ANOMALY_SCHEMA
 from .keyed import KeyedPass
 from .keyed.layout import ID, KEY, LEDGER, SEND
 
-PER_ANOMALY = 5000  # anomaly rows per anomaly name whose identity the evidence keeps
 FILE = "evidence.parquet"
 
 # the evidence column each transport column (the anomaly table's) carries
@@ -121,8 +124,6 @@ def group_events(anomalies: DataFrame, events: DataFrame) -> DataFrame:
 
 
 def arrow_schema():
-    import pyarrow as pa
-
     ts = pa.timestamp("us", tz="UTC")
     return pa.schema([
         ("source", pa.string()), ("topic", pa.string()), ("key", pa.string()),
@@ -141,10 +142,6 @@ def publish(detection_root: str | Path, dest: str | Path) -> int:
     """The evidence rows of a written detection (``_table=evidence`` under its root, then
     removed) as one Parquet file ``dest/evidence.parquet`` in the table's own schema, rows
     sorted (a re-run writes the same bytes); pyarrow only. Returns the row count."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     source = Path(detection_root) / "_table=evidence"
     parts = [pq.read_table(f, coerce_int96_timestamp_unit="us")  # far instants
              for f in sorted(source.glob("*.parquet"))] \

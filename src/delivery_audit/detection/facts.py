@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..collect import collect_all
 from ..config import AuditConfig
 
 
@@ -142,6 +143,4 @@ def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
 
 def compute_facts(frames: dict[str, DataFrame], config: AuditConfig) -> Facts:
     """The facts of plain frames, in one Spark action."""
-    from ..collect import collect_all
-
     return facts_from(collect_all(fact_tables(frames)), config)

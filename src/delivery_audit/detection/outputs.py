@@ -31,10 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
+from .. import anomaly_table
 from .. import sqlexpr as S
+from ..collect import as_json_rows
 from ..core.window import AuditWindow
 from ..schemas import ANOMALY_SCHEMA
 
@@ -59,8 +62,6 @@ def _fact(df: DataFrame, name: str, **columns: str) -> DataFrame:
 def table_rows(name: str, table: DataFrame) -> DataFrame:
     """A caller's small table as fact rows: one per row, the row as JSON in ``detail``
     (``__table``, ``cause`` the table's name; :attr:`Written.tables` gives them back)."""
-    from ..collect import as_json_rows
-
     return _fact(as_json_rows(name, table), "__table", cause="_table", detail="_row",
                  units="1")
 
@@ -167,8 +168,6 @@ class Written:
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
     files = sorted(path.glob("*.parquet")) if path.is_dir() else []
     out: list[dict[str, Any]] = []
     for f in files:
@@ -215,10 +214,6 @@ def move_anomalies(written: Written, dest: str) -> None:
     if source.is_dir():
         shutil.move(str(source), dest)
         return
-    import pyarrow.parquet as pq
-
-    from .. import anomaly_table
-
     Path(dest).mkdir(parents=True)
     pq.write_table(anomaly_table.SCHEMA.empty_table(),
                    str(Path(dest) / "part-00000-empty.parquet"))

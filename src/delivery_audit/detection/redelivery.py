@@ -16,7 +16,6 @@ success's member and start); a repeat by the same member goes on to pass 3, wher
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
 from ..group_events import REDELIVERY_EVENTS as REBALANCE_EVENTS
@@ -48,15 +47,15 @@ def same_member() -> tuple[X, X]:
 def with_event_cause(repeats: DataFrame, events: DataFrame) -> DataFrame:
     """``repeats`` (the same member's, with ``anomaly``, ``group_id``, ``topic``,
     ``partition``, ``prev_started_ts``, ``started_ts``) as anomaly rows with their cause."""
-    ev = events.filter(F.col("event").isin(*REBALANCE_EVENTS)).select(
-        F.col("group_id").alias("e_group"), F.col("topic").alias("e_topic"),
-        F.col("partition").alias("e_partition"), F.col("ts").alias("e_ts"))
-    between = (
-        (F.col("e_group") == F.col("group_id"))
-        & (F.col("e_topic").isNull() | (F.col("e_topic") == F.col("topic")))
-        & (F.col("e_partition").isNull() | (F.col("e_partition") == F.col("partition")))
-        & (F.col("e_ts") >= F.col("prev_started_ts"))
-        & (F.col("e_ts") <= F.col("started_ts"))
+    ev = S.select(events.filter(S.col("event").isin(*REBALANCE_EVENTS).sql),
+                  S.col("group_id").alias("e_group"), S.col("topic").alias("e_topic"),
+                  S.col("partition").alias("e_partition"), S.col("ts").alias("e_ts"))
+    between = S.column(
+        (S.col("e_group") == S.col("group_id"))
+        & (S.col("e_topic").isNull() | (S.col("e_topic") == S.col("topic")))
+        & (S.col("e_partition").isNull() | (S.col("e_partition") == S.col("partition")))
+        & (S.col("e_ts") >= S.col("prev_started_ts"))
+        & (S.col("e_ts") <= S.col("started_ts"))
     )
     # shuffle joins of two small sides, never a broadcast: a broadcast is a job of its own
     out = []

@@ -55,7 +55,7 @@ def outcomes(broker: DataFrame, facts: Facts) -> DataFrame:
     tk = S.raw(f"IF({_IN_TXN}, pid, NULL)").alias("_tk")
     spread = S.raw(f"IF({_IN_TXN}, 0, pmod(hash(offset), {routes.BUCKETS}))").alias("_spread")
     rows = S.select(broker, "*", tk, spread, S.raw("-offset").alias("_desc"))
-    rows = rows.repartition(*[F.col(c) for c in _PART])
+    rows = rows.repartition(*_PART)
     close = S.over("last(IF(control IS NOT NULL, named_struct('offset', offset, 'control', "
                    "control), NULL), true)", _PART, ["_desc"], BEFORE)
     higher = S.over("max(IF(producer_epoch IS NOT NULL, named_struct('e', producer_epoch, "
@@ -194,7 +194,7 @@ def hanging_rows(txns: DataFrame, config: AuditConfig, window: AuditWindow,
                  facts: Facts) -> DataFrame:
     """hanging_transaction's anomaly rows, from :func:`per_transaction`'s rows."""
     cond, row = hanging_transaction(config, window, facts)
-    opened = txns.filter(F.col("outcome") == "open")
+    opened = txns.filter((S.col("outcome") == "open").sql)
     return S.select(opened.filter(cond.sql), row.alias("_a")).selectExpr("_a.*")
 
 

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..anomalies import PER_ANOMALY
 from ..core.timefmt import instant
 from .reading import Published, rows
 from .selecting import Identity
 from .text import clock, jsonable, ms_text
 
-PER_ANOMALY = 5000  # detection/evidence_table.PER_ANOMALY (that module imports Spark)
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "info": 3}
 KIND_RANK = {"send": 0, "broker": 1, "event": 2, "eviction": 3, "rebalance": 4,
              "processing": 5}

@@ -21,13 +21,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..adapters import convert
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
+from ..detection.facts import fact_tables
+from ..quality import metric_aggregates, metric_names
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
 from .dedup import compared_values, fingerprint, later_copies
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format, resolve
@@ -113,8 +117,6 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
-        from ..adapters import convert
-
         adapted = work / "adapted" / source
         adapted.mkdir(parents=True, exist_ok=True)
         files, extra_counts = convert(fmt, source, list(resolved.files),
@@ -165,8 +167,6 @@ def _staged_size(root: Path) -> tuple[int, int]:
     """(rows, bytes) of the staged files. The rows, by their Parquet footers, are the
     accounting's independent check (every line or row scanned is in exactly one status
     folder); the bytes size detection's shuffles (spark.tune_for_staged)."""
-    import pyarrow.parquet as pq
-
     files = list(root.rglob("*.parquet"))
     return (sum(pq.ParquetFile(str(f)).metadata.num_rows for f in files),
             sum(f.stat().st_size for f in files))
@@ -283,9 +283,6 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
     when a fingerprint repeats, cost one more small action and a rewrite of that source's
     valid rows. Returns each source's valid rows (a Parquet leaf below ``work``), its
     quarantine and its counts."""
-    from ..detection.facts import fact_tables
-    from ..quality import metric_aggregates
-
     out: dict[str, Ingested] = {}
     staged: dict[str, Staged] = {}
     for source, r in resolved.items():
@@ -391,7 +388,6 @@ def empty_quarantine(spark: SparkSession) -> DataFrame:
 def empty_source(spark: SparkSession, source: str) -> Ingested:
     counts = {"rows_read": 0, "rows_valid": 0, "rows_quarantined": 0, "rows_after_window": 0,
               "rows_before_lookback": 0}
-    from ..quality import metric_names
 
     metrics = {"duplicates_quarantined": 0, "by_topic": {},
                **{n: None if n.endswith("_ms") else 0 for n in metric_names(source)}}

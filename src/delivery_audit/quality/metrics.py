@@ -9,6 +9,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from delivery_audit.collect import collect_all
 from delivery_audit.core.window import AuditWindow
 from delivery_audit.schemas import FIELDS
 
@@ -74,8 +75,6 @@ def input_metrics(frames: Mapping[str, DataFrame], window: AuditWindow,
     """Every source's metric row, computed in ONE Spark action (collect.collect_all), with
     ``rows_valid`` and ``by_topic`` ({topic: valid rows}) added. For callers that hold plain
     frames; the audit aggregates ``metric_aggregates`` in a pass it already makes."""
-    from delivery_audit.collect import collect_all
-
     tables: dict[str, DataFrame] = {}
     for source, df in frames.items():
         tables[source] = df.agg(*metric_aggregates(source, window, config))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from delivery_audit.anomalies import BY_NAME
+from delivery_audit.report.verdict import threshold_checks
 
 from .runner import plain, validate_tables
 from .suites import RESULTS_SUITE, load_suite_dict
@@ -20,8 +21,6 @@ RESULTS_COLUMNS: tuple[str, ...] = ("check", "subject", "states_sum", "judged",
 
 def results_rows(report: dict, config: Any = None) -> list[tuple]:
     """The small table the results suite checks, one row per (check, subject)."""
-    from delivery_audit.report.verdict import threshold_checks
-
     rows: list[tuple] = []
     judged_by_topic = report.get("judged_by_topic")
     for gid, g in sorted((report.get("groups") or {}).items()):

@@ -18,7 +18,7 @@ _MAX_EXAMPLES = 5
 def _pandas(rows: list[dict[str, Any]], columns: Iterable[str]):
     """A pandas frame of these rows; numeric columns as nullable Int64/Float64 so a missing
     value stays a null (GX skips it) and an integer stays an integer."""
-    import pandas as pd
+    import pandas as pd  # with GX only: the audit imports this module, not always GX
 
     columns = list(columns)
     pdf = pd.DataFrame(rows, columns=columns)
@@ -38,6 +38,8 @@ class _Runner:
     the process; each run adds uniquely named objects and removes them when done."""
 
     def __init__(self) -> None:
+        # GX costs ~9 s to import (-X importtime): here, in prepare_in_background's thread
+        # overlapping the JVM's start, never on the CLI's import path
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -57,7 +59,7 @@ class _Runner:
             index_columns: list[str]) -> Any:
         """Validate ``pdf`` against these expectations (result format COMPLETE, unexpected
         rows named by ``index_columns``)."""
-        from great_expectations.core.expectation_suite import ExpectationSuite
+        from great_expectations.core.expectation_suite import ExpectationSuite  # GX: see above
 
         with self._lock:
             self._runs += 1

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..anomaly_table import read_anomalies
-from ..report.transactions import TXN_ANOMALIES
+from ..txn_evidence import TXN_ANOMALIES
 from .commands import (
     abort_command,
     commands_text,

@@ -32,6 +32,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..txn_evidence import txn_rows
+
 BOOTSTRAP = "<BOOTSTRAP>"
 MAX_RANGES_SHOWN = 5
 
@@ -110,9 +112,7 @@ def abort_command(topic: str, partition: int, start_offset: int,
 
 
 def hanging_transactions(anomalies: pa.Table) -> list[dict[str, Any]]:
-    """The hanging_transaction rows' evidence (report/transactions.py), by place."""
-    from ..report.transactions import txn_rows
-
+    """The hanging_transaction rows' evidence (txn_evidence.py), by place."""
     rows = [r for r in txn_rows(anomalies, "hanging_transaction")
             if r["topic"] is not None and r["partition"] is not None
             and r["first_offset"] is not None]
@@ -124,8 +124,6 @@ def transaction_advice(anomalies: pa.Table) -> dict[str, Any]:
     (per group and isolation cause: aborted reads, with up to 3 examples' pid, epoch and
     marker offset), ``zombies`` (per (topic, partition, pid): records, epochs, where the
     newer epoch wrote first)."""
-    from ..report.transactions import txn_rows
-
     isolation: dict[tuple[str, str], dict[str, Any]] = {}
     for r in txn_rows(anomalies, "aborted_read"):
         if r["group_id"] is None:

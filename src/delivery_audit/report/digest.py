@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..anomaly_table import read_anomalies
 from ..core.timefmt import epoch_ms
 
 ANY: Any = ...  # a filter value meaning "whatever it is" (None means "null")
@@ -30,7 +31,7 @@ SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("member_id", pa.string()), ("related_member_id", pa.string()), ("units", pa.int64()),
     ("t", pa.int64()),  # the row's ts as epoch milliseconds
-    # contract §9's evidence (report/transactions.py reads it)
+    # contract §9's evidence (txn_evidence.py reads it)
     ("related_offset", pa.int64()), ("rt", pa.int64()),  # related_ts as epoch ms
     ("attempts", pa.int64()), ("detail", pa.string()),
 ])
@@ -119,8 +120,6 @@ class Digest:
     def from_parquet(cls, path: str | Path) -> Digest:
         """The anomaly table at ``path`` (a folder of Parquet files); an absent or
         unreadable table is an empty digest (the narrative then says less, never fails)."""
-        from ..anomaly_table import read_anomalies
-
         try:
             return cls.from_table(read_anomalies(path))
         except (OSError, ValueError, pa.ArrowException):

@@ -1,7 +1,7 @@
 """The narrative's findings for contract §9: aborted reads (per group and isolation),
 hanging transactions, fenced producers' writes (zombie_write) and late deliveries (per
 group), each with its figures (pid, epochs, marker offsets, the SLA and the measured
-delays: report/transactions.py reads them from the rows) and its advice.
+delays: txn_evidence.py reads them from the rows) and its advice.
 
 Causes: ``aborted_read_uncommitted`` (a setting: isolation.level), ``aborted_read_committed``
 (a client or broker fault, to escalate), ``aborted_read`` (the isolation is not known),
@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..remediation.commands import abort_command, find_hanging_command
+from ..txn_evidence import evidence
 from .digest import Digest
 from .findings import SECTION, Clock, Finding, iso, ms_of, n, plural, seconds
-from .transactions import evidence
 
 TOLD: frozenset[str] = frozenset(
     {"aborted_read", "hanging_transaction", "zombie_write", "late_delivery"})

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ... import sqlexpr as S
+from ...errors import InputError
 from ...schemas import Field
 from ...sqlexpr import X
 
@@ -35,7 +36,7 @@ def with_position(df: DataFrame) -> DataFrame:
     the file has a column named ``_metadata``."""
     meta = df.metadataColumn("_metadata")
     return df.select(
-        *[F.col(quoted(c)) for c in _data_columns(df)],
+        *[quoted(c) for c in _data_columns(df)],
         meta.getField("file_path").alias("_file"),
         meta.getField("file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_pos"),
@@ -71,6 +72,4 @@ def union_all(frames: list[DataFrame]) -> DataFrame:
 
 
 def input_error(message: str) -> Exception:
-    from ..files import InputError
-
     return InputError(message)

@@ -3,6 +3,9 @@ records where a quoted field spans lines, each record parsed by Spark's ``from_c
 
 from __future__ import annotations
 
+import csv
+import gzip
+import zlib
 from collections import defaultdict
 
 from pyspark.sql import DataFrame, SparkSession
@@ -18,10 +21,6 @@ from .text import shown_line, text_lines, unusable
 def _csv_header(path: str) -> tuple[str, ...]:
     """A CSV file's column names: its first record, read as RFC 4180 (a BOM at the start
     dropped; invalid bytes in a name replaced: no canonical name holds them)."""
-    import csv
-    import gzip
-    import zlib
-
     opener = gzip.open if path.lower().endswith(".gz") else open
     try:
         with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as fh:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from ... import sqlexpr as S
+from ...adapters.writer import written_by_adapter
 from ...schemas import FIELDS, Field
 from ...sqlexpr import X
 from .columns import INTEGER_KINDS, known_kind, quoted, token_columns
@@ -43,8 +44,6 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     file they are ordinary unknown fields (a row cannot claim another file or line).
 
     A line of spaces and tabs is blank (not a row)."""
-    from ...adapters.writer import written_by_adapter
-
     adapter_output = bool(files) and all(written_by_adapter(f) for f in files)
     fields = FIELDS[source]
     ddl = [f"{quoted(f.name)} {_json_type(f)}" for f in fields]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -35,8 +36,6 @@ def _parquet_groups(files: list[str]) -> dict[str, list[str]]:
     are unioned, so files that type a column differently (``partition`` int in one,
     string in another) are each parsed by their own types instead of failing Spark's
     schema merge."""
-    import pyarrow.parquet as pq
-
     groups: dict[str, list[str]] = defaultdict(list)
     for path in files:
         try:
@@ -75,7 +74,7 @@ def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -
     types = _types(df)
     meta = df.metadataColumn("_metadata")
     df = df.select(
-        *[F.col(quoted(c)) for c in types],
+        *[quoted(c) for c in types],
         meta.getField("file_path").alias("_file"),
         F.lit(-1).cast("long").alias("_block"),  # _pos is the row index: row = _pos + 1
         meta.getField("row_index").alias("_pos"),
@@ -106,4 +105,4 @@ def _raw_json(columns: list[str]) -> Column:
     """The row as a JSON object of its data columns, for the quarantine table."""
     if not columns:
         return F.lit("{}")
-    return F.to_json(F.struct(*[F.col(quoted(c)) for c in columns]))
+    return F.to_json(F.struct(*[quoted(c) for c in columns]))
