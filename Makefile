@@ -59,8 +59,11 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check .
 
-# BENCH_CONNECT=0 skips the small day through a warm local Spark Connect server;
-# BENCH_CONNECT_LARGE=1 also audits the BENCH_MESSAGES day through it (scripts/bench.py).
+# Floor, skeleton (scripts/skeleton.py; BENCH_SKELETON=0 skips it) and audit on a
+# BENCH_MESSAGES day, with stages, jobs, tasks, exchanges and ratios (BENCH_DUMP=1 keeps the
+# REST API's jobs/stages/SQL as JSON). BENCH_CONNECT=0 skips the small day through a warm
+# local Spark Connect server; BENCH_CONNECT_LARGE=1 also audits the BENCH_MESSAGES day
+# through it (scripts/bench.py).
 bench: setup
 	BENCH_MESSAGES=$(BENCH_MESSAGES) $(BIN)/python scripts/bench.py
 

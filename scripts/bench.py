@@ -6,8 +6,15 @@ its own: (a) the full audit (ingest with quarantine, GX, detection, report, publ
 (b) a bare baseline: a full outer join of sends and broker on (topic, key, seq), a left
 join of the ledger on (topic, partition, offset), and one count aggregation.
 
-Prints wall time, messages/s, the audit/baseline ratio, peak memory (PSS) of the driver process
-tree, shuffle and spill bytes (Spark's REST API on 127.0.0.1), and the audit's stage table.
+Between them (BENCH_SKELETON=0 skips it), the skeleton (scripts/skeleton.py): plain PySpark
+doing the shuffles an exact audit needs for lost_acked, lost_unacked, dup_write,
+process_reorder, skipped and dup_effect, and one anomaly write; its counts are printed next to
+the generator's truth. BENCH_DUMP=1 writes each run's Spark jobs, stages and SQL executions
+(REST API JSON) beside the data (floor.json, skeleton.json, audit.json).
+
+Prints wall time, messages/s, the audit/baseline and audit/skeleton ratios, jobs, tasks,
+peak memory (PSS) of the driver process tree, shuffle and spill bytes (Spark's REST API on
+127.0.0.1), and the audit's stage table.
 A script, not a test: figures, not assertions.
 
 On a cluster: BENCH_MASTER=spark://HOST:PORT runs both measurements there, each through
@@ -101,8 +108,9 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
     return seconds, peak[0], out
 
 
-def spark_metrics(spark) -> dict[str, int]:
-    """Shuffle and spill totals of this application, from the UI's REST API (loopback)."""
+def spark_metrics(spark, dump: str | None = None) -> dict[str, int]:
+    """Shuffle and spill totals, jobs, tasks and exchanges of this application, from the UI's
+    REST API (loopback); with ``dump``, its jobs, stages and SQL executions as JSON there."""
     url = spark.sparkContext.uiWebUrl
     if not url:
         return {}
@@ -115,8 +123,15 @@ def spark_metrics(spark) -> dict[str, int]:
     # a stage that writes shuffle output is the map side of one exchange
     out["exchanges"] = sum(1 for s in stages if int(s.get("shuffleWriteRecords", 0)) > 0
                            and s.get("status") == "COMPLETE")
+    out["tasks"] = sum(int(s.get("numCompleteTasks", 0)) for s in stages)
     with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/jobs", timeout=30) as r:
-        out["jobs"] = len(json.load(r))
+        jobs = json.load(r)
+    out["jobs"] = len(jobs)
+    if dump:  # every job, stage and SQL execution with its metrics, for docs/scaling.md
+        with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/sql?details=true"
+                                    f"&planDescription=true&length=1000", timeout=60) as r:
+            sql = json.load(r)
+        Path(dump).write_text(json.dumps({"jobs": jobs, "stages": stages, "sql": sql}))
     return out
 
 
@@ -153,7 +168,21 @@ def inner_baseline(data: Path) -> dict:
     )
     counts = joined.groupBy("status", "outcome").agg(F.count(F.lit(1)).alias("n")).collect()
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "groups": len(counts), **spark_metrics(spark)}
+    return {"seconds": seconds, "groups": len(counts),
+            **spark_metrics(spark, os.environ.get("BENCH_DUMP") and str(data / "floor.json"))}
+
+
+def inner_skeleton(data: Path, out: Path) -> dict:
+    """The skeleton (scripts/skeleton.py): the shuffles an exact audit needs, in plain
+    PySpark, one anomaly write; its counts of the anomalies it covers."""
+    import skeleton
+
+    spark = _session()
+    t0 = time.perf_counter()
+    counts = skeleton.run(spark, data, out, os.environ.get("BENCH_FORMAT", "jsonl"))
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "counts": counts,
+            **spark_metrics(spark, os.environ.get("BENCH_DUMP") and str(data / "skeleton.json"))}
 
 
 def inner_audit(data: Path, out: Path) -> dict:
@@ -171,7 +200,7 @@ def inner_audit(data: Path, out: Path) -> dict:
     return {"seconds": seconds, "stages": result.report["run"]["stages"],
             "counts": {k: v["count"] for k, v in result.report["anomalies"].items()},
             "audit_jobs": result.report["run"].get("spark_jobs"),
-            **spark_metrics(spark)}
+            **spark_metrics(spark, os.environ.get("BENCH_DUMP") and str(data / "audit.json"))}
 
 
 def day_data(messages: int, work: Path, fmt: str = "jsonl") -> Path:
@@ -373,14 +402,19 @@ def measure(messages: int, fmt: str, work: Path, target: Target) -> dict:
     gen_s = time.perf_counter() - t0
     size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
     results = {}
-    for kind in ("baseline", "audit"):
+    kinds = ["baseline", "audit"]
+    if os.environ.get("BENCH_SKELETON", "1") != "0":
+        kinds.insert(1, "skeleton")
+    for kind in kinds:
         cmd, env = target.command(kind, data, work / "reports")
+        env["BENCH_FORMAT"] = fmt
         wall, rss, out = run_measured(cmd, env)
         line = next(x for x in out.splitlines() if x.startswith("RESULT "))
         results[kind] = {**json.loads(line[7:]), "wall": wall, "rss": rss}
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     return {"messages": messages, "fmt": fmt, "size": size, "gen_s": gen_s,
             "baseline": results["baseline"], "audit": results["audit"],
+            "skeleton": results.get("skeleton"), "truth": truth, "load": os.getloadavg(),
             "truth_ok": results["audit"]["counts"] == truth}
 
 
@@ -388,19 +422,42 @@ def print_detail(m: dict, target: Target) -> None:
     b, a, messages = m["baseline"], m["audit"], m["messages"]
     print(f"\nmessages {messages:,} ({m['fmt']}, {m['size'] / 2**20:,.0f} MiB on disk; generated "
           f"in {m['gen_s']:,.1f} s)   machine: {os.cpu_count()} cores   master: {target.label}")
+    k = m.get("skeleton")
     print(f"{'':10s} {'job s':>8s} {'process s':>10s} {'msgs/s':>10s} {'peak PSS':>10s} "
-          f"{'shuffle w':>10s} {'spilled':>10s} {'jobs':>6s} {'exchanges':>10s}")
-    for name, r in (("floor", b), ("audit", a)):
+          f"{'shuffle w':>10s} {'spilled':>10s} {'jobs':>6s} {'tasks':>6s} {'exchanges':>10s}")
+    for name, r in (("floor", b), ("skeleton", k), ("audit", a)):
+        if r is None:
+            continue
         print(f"{name:10s} {r['seconds']:8.1f} {r['wall']:10.1f} {messages / r['seconds']:10,.0f} "
               f"{_gb(r['rss']):>10s} {_gb(r.get('shuffleWriteBytes', 0)):>10s} "
               f"{_gb(r.get('diskBytesSpilled', 0) + r.get('memoryBytesSpilled', 0)):>10s} "
-              f"{r.get('jobs', '?'):>6} {r.get('exchanges', '?'):>10}")
+              f"{r.get('jobs', '?'):>6} {r.get('tasks', '?'):>6} {r.get('exchanges', '?'):>10}")
+    print(f"load average after the runs (1/5/15 min): "
+          f"{' / '.join(f'{x:.1f}' for x in m.get('load', os.getloadavg()))}")
     print(f"audit / floor: {a['wall'] / b['wall']:.2f}x whole process, "
           f"{a['seconds'] / b['seconds']:.2f}x job time")
+    if k is not None:
+        print(f"skeleton / floor: {k['wall'] / b['wall']:.2f}x whole process, "
+              f"{k['seconds'] / b['seconds']:.2f}x job time; audit / skeleton: "
+              f"{a['wall'] / k['wall']:.2f}x whole process, {a['seconds'] / k['seconds']:.2f}x "
+              "job time")
+        truth = m.get("truth", {})
+        print("skeleton counts / truth: " + ", ".join(
+            f"{n} {c}/{truth.get(n)}{'' if c == truth.get(n) else ' DIFF'}"
+            for n, c in k["counts"].items()))
     print(f"audit counts match truth: {m['truth_ok']}")
     print("\naudit stages (s):")
     for stage, secs in sorted(a["stages"].items(), key=lambda kv: -kv[1]):
         print(f"  {stage:32s} {secs:8.2f}")
+    if k is not None:
+        beyond = a["seconds"] - k["seconds"]
+        print(f"the audit's {beyond:.1f} s beyond the skeleton (job time), by stage: every "
+              "stage but detect is work the skeleton leaves out; detect minus the skeleton's "
+              f"{k['seconds']:.1f} s is detection's own excess")
+        for stage, secs in sorted(a["stages"].items(), key=lambda kv: -kv[1]):
+            extra = secs - k["seconds"] if stage == "detect" else secs
+            if abs(extra) >= 0.05:
+                print(f"  {stage:32s} {extra:+8.2f}")
 
 
 def print_scale(rows: list[dict], target: Target) -> None:
@@ -422,7 +479,10 @@ def print_scale(rows: list[dict], target: Target) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         kind, data, out = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
-        result = inner_baseline(data) if kind == "baseline" else inner_audit(data, out)
+        inner = {"baseline": lambda: inner_baseline(data),
+                 "skeleton": lambda: inner_skeleton(data, out),
+                 "audit": lambda: inner_audit(data, out)}
+        result = inner[kind]()
         print("RESULT " + json.dumps(result))
         return
     formats = [f.strip() for f in os.environ.get(
