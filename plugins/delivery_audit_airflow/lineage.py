@@ -66,10 +66,7 @@ def operator_lineage(plan: dict[str, Any] | None, report: dict[str, Any] | None 
         OutputStatisticsOutputDatasetFacet,
     )
     from airflow.providers.openlineage.extractors import OperatorLineage
-    from openlineage.client.facet_v2.data_quality_assertions_dataset import (
-        Assertion,
-        DataQualityAssertionsDatasetFacet,
-    )
+    from openlineage.client.facet_v2 import data_quality_assertions_dataset as dq
 
     if not plan:
         return OperatorLineage()
@@ -77,8 +74,8 @@ def operator_lineage(plan: dict[str, Any] | None, report: dict[str, Any] | None 
     facets: dict[str, Any] = {}
     output_facets: dict[str, Any] = {}
     if report is not None:
-        facets["dataQualityAssertions"] = DataQualityAssertionsDatasetFacet(
-            assertions=[Assertion(**{k: v for k, v in a.items() if v is not None})
+        facets["dataQualityAssertions"] = dq.DataQualityAssertionsDatasetFacet(
+            assertions=[dq.Assertion(**{k: v for k, v in a.items() if v is not None})
                         for a in quality_assertions(report)])
         total = sum(int((e or {}).get("count") or 0)
                     for e in (report.get("anomalies") or {}).values())
