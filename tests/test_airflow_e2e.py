@@ -301,6 +301,7 @@ def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+    (tmp_path / "backfill-output.txt").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, _show(proc)
     states = task_states("delivery_audit_backfill")
     assert states["audit.check_report"] == "success" and states["audit.alert"] == "success", \

@@ -150,8 +150,8 @@ def test_the_on_filter_and_the_missing_settings_of_the_provider_notifiers(tmp_pa
         == "OSError: POST <url> failed"
 
 
-def test_alert_goes_through_the_amazon_providers_sns_notifier(tmp_path, s3_endpoint,
-                                                             monkeypatch):  # noqa: F811
+def test_alert_goes_through_the_amazon_providers_sns_notifier(
+        tmp_path, s3_endpoint, monkeypatch):  # noqa: F811
     """SnsNotifier on an AWS Connection whose endpoint is the moto server; the message
     reaches an SQS queue subscribed to the topic."""
     import boto3

@@ -44,14 +44,17 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
         super().__init__(**kwargs)
         self.plan_task_id = plan_task_id
         self.stage = stage
-        self.plan_json = "{{ ti.xcom_pull(task_ids='%s') | tojson }}" % plan_task_id
+        self.plan_json = "{{ ti.xcom_pull(task_ids='" + plan_task_id + "') | tojson }}"
 
     def get_openlineage_facets_on_start(self):
         """The OpenLineage provider's START lineage: the sources in, the report folder and
         the anomaly table out (delivery_audit_airflow.lineage)."""
         from delivery_audit_airflow import lineage
 
-        return lineage.operator_lineage(lineage.plan_of(self.plan_json))
+        plan = lineage.plan_of(self.plan_json)
+        if plan is None:
+            self.log.warning("lineage: no plan rendered yet (%s)", str(self.plan_json)[:60])
+        return lineage.operator_lineage(plan)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any = None):
         """COMPLETE: the same datasets, with the published report's verdict and anomaly
