@@ -190,7 +190,7 @@ def test_check_report_sets_the_asset_events_extra(tmp_path, monkeypatch):
 
     plan, folder = _published(tmp_path)
     asset = assets.report_asset({assets.ASSET_ENV: str(tmp_path)})
-    assert asset.uri == tmp_path.as_uri() and asset.name == "delivery_audit_reports"
+    assert asset.uri == tmp_path.as_uri() and asset.name == asset.uri
     monkeypatch.setattr(group, "get_current_context",
                         lambda: {"task": type("T", (), {"outlets": [asset]})()})
     events = _OutletEvents()

@@ -28,8 +28,6 @@ from delivery_audit_airflow.settings import REPO_ROOT, SCHEMA, VARIABLE
 
 #: overrides the Asset's URI (a Variable kept in the DB is not read at parse time)
 ASSET_ENV = "DELIVERY_AUDIT_REPORT_ASSET"
-#: the Asset's name: stable whatever the URI (the UI, and ``Asset.ref(name=…)``)
-ASSET_NAME = "delivery_audit_reports"
 
 
 def as_uri(root: str) -> str:
@@ -58,10 +56,12 @@ def report_root_at_parse(environ: dict[str, str] | None = None) -> str:
 
 
 def report_asset(environ: dict[str, str] | None = None):
-    """The report root's Asset (``from airflow.sdk import Asset``)."""
+    """The report root's Asset (``from airflow.sdk import Asset``), named by its URI: an
+    Asset's name is unique in a deployment, so one fixed name for every report root would
+    leave the Asset of a changed (or a second) root inactive."""
     from airflow.sdk import Asset
 
-    return Asset(name=ASSET_NAME, uri=as_uri(report_root_at_parse(environ)))
+    return Asset(uri=as_uri(report_root_at_parse(environ)))
 
 
 def event_extra(plan: dict[str, Any], summary: dict[str, Any],
