@@ -17,8 +17,12 @@
   With the ``spark_connect_conn_id`` Param, the same audit runs instead in the task's Python as
   a Spark Connect client of that Connection's warm Spark (delivery_audit_airflow.connect).
 * check_report: reads ``_manifest.json`` and ``report.json`` from the destination and fails if
-  they are missing, belong to another window, or list files that are not there.
-* alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through the notifier.
+  they are missing, belong to another window, or list files that are not there; then emits
+  the report root's Asset event (window, verdict, anomaly counts; delivery_audit_airflow.assets).
+* alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through a provider's
+  notifier and its Connection (delivery_audit_airflow.notifiers) or the engine's notifier.
+* reconcile reports its OpenLineage lineage (delivery_audit_airflow.lineage) when the
+  OpenLineage provider has a transport.
 """
 
 from __future__ import annotations
@@ -107,8 +111,11 @@ has passed; `reconcile` then runs `jobs/reconcile.py` once with spark-submit.
 
 `<report_root>[/<report_prefix>]/dt=<start date>/<window id>/`: `report.json`, `report.html`,
 `anomalies/` (Parquet), `quarantine/`, `validation/` and, written last, `_manifest.json`.
-`check_report` reads them back; on a `warn` or `fail` verdict `alert` sends the report through
-the notifier. A re-run of the same window replaces its folder.
+`check_report` reads them back and emits an event of the report root's Asset (the window,
+verdict and anomaly counts as its extra; `delivery_audit_on_report` is scheduled on it); on a
+`warn` or `fail` verdict `alert` sends the report through the notifier (a provider's, e.g.
+`{{"type": "slack", "conn_id": "slack_audit"}}`, or the log). A re-run of the same window
+replaces its folder.
 
 ### Variable `{variable}`
 
