@@ -1,7 +1,8 @@
 """# On a new delivery-audit report (example downstream of the report Asset)
 
-Scheduled on the report root's Asset (its URI, e.g. `s3://audit-reports/delivery`): every window the daily or
-backfill DAG publishes and checks is an Asset event whose extra names the window, the verdict,
+Scheduled on the report root's Asset (its URI, e.g. `s3://audit-reports/delivery`): every
+window the daily or backfill DAG publishes and checks is an Asset event whose extra names the
+window, the verdict,
 the anomaly counts and the report. This DAG reads the report the event names and, on a
 **fail** verdict, writes a ticket (`<ticket_dir>/<window id>.json`); when the window before
 failed too, the ticket says `"page": true`. A run started by hand (or `airflow dags test`)
