@@ -10,7 +10,10 @@ run. The daily DAG runs a second time in Connect mode (the ``spark_connect_conn_
 ``spark_connect`` Connection to a Spark Connect server on 127.0.0.1 that the test starts as
 ``make connect-up`` does, tests/connect_server.py): no spark-submit, the audit runs in the
 task's Python as a client of that server, and its report equals the spark-submit run's. Every
-published report's figures equal the generator's truth.json. Slow (Spark + Airflow)."""
+published report's figures equal the generator's truth.json. One more run, on local folders,
+covers the Airflow-native outputs at once (issue 34): the Slack provider's notifier to a
+stand-in endpoint, the report root's Asset event and the downstream DAG that reads it, and
+OpenLineage's file transport. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
