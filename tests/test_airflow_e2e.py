@@ -10,19 +10,26 @@ run. The daily DAG runs a second time in Connect mode (the ``spark_connect_conn_
 ``spark_connect`` Connection to a Spark Connect server on 127.0.0.1 that the test starts as
 ``make connect-up`` does, tests/connect_server.py): no spark-submit, the audit runs in the
 task's Python as a client of that server, and its report equals the spark-submit run's. Every
-published report's figures equal the generator's truth.json. Slow (Spark + Airflow)."""
+published report's figures equal the generator's truth.json. One more run, on local folders,
+covers the Airflow-native outputs at once (issue 34): the Slack provider's notifier to a
+stand-in endpoint, the report root's Asset event and the downstream DAG that reads it, and
+OpenLineage's file transport. Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import boto3
 import pytest
 import yaml
 from airflow_helpers import (
+    AIRFLOW_HOME,
     AWS_SECRET,
     VENV_BIN,
     airflow_env,
@@ -228,3 +235,128 @@ def test_backfill_dag_audits_its_window_to_the_truth_and_alerts_on_fail(
     apps = [a for a in spark_cluster.status().get("completedapps", [])
             if a["id"] not in apps_before]
     assert [a["state"] for a in apps] == ["FINISHED"], apps
+
+
+class _SlackStandIn(BaseHTTPRequestHandler):
+    """Slack's incoming-webhook endpoint on 127.0.0.1: records each POST, answers "ok"."""
+
+    received: list[dict] = []
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append({"path": self.path, "body": json.loads(body)})
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+def _asset_events(uri: str) -> list[dict]:
+    """The extras of the Asset's events in the metadata DB (SQLite), oldest first."""
+    con = sqlite3.connect(AIRFLOW_HOME / "airflow.db")
+    try:
+        rows = con.execute("SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
+                           "WHERE a.uri = ? ORDER BY e.id", (uri,)).fetchall()
+    finally:
+        con.close()
+    return [json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows]
+
+
+def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_data, tmp_path):
+    """One backfill run of a 2 h window, locally (inputs and reports in folders), with
+    thresholds that any count breaks: the fail verdict goes through the Slack provider's
+    notifier (a Slack webhook Connection, AIRFLOW_CONN_SLACK_E2E) to a stand-in for Slack's
+    endpoint on 127.0.0.1, check_report emits the report root's Asset event, and the
+    OpenLineage provider (file transport) writes START and COMPLETE for reconcile with every
+    input and the report folder. Then the downstream DAG reads the report the event names
+    and writes its ticket."""
+    config = yaml.safe_load((day_data / "config.yaml").read_text()) or {}
+    config["thresholds"] = {name: {"fail": 0} for name in ANOMALY_NAMES}  # any count fails
+    config.pop("notifier", None)
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(yaml.safe_dump(config))
+    reports, tickets, lineage = tmp_path / "reports", tmp_path / "tickets", tmp_path / "ol"
+    lineage.mkdir()
+    _SlackStandIn.received = []
+    server = HTTPServer(("127.0.0.1", 0), _SlackStandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = airflow_env(
+            settings={"data_root": str(day_data), "report_root": str(reports),
+                      "config_file": str(strict),
+                      "notifier": {"type": "slack", "conn_id": "slack_e2e"},
+                      "spark_conf": {"spark.sql.shuffle.partitions": 2}},
+            extra={"AIRFLOW_CONN_SLACK_E2E": json.dumps({
+                       "conn_type": "slackwebhook",
+                       "host": f"http://127.0.0.1:{server.server_port}/services",
+                       "password": "T000/B000/SLACKSECRET"}),
+                   "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({
+                       "type": "file", "log_file_path": str(lineage / "events.jsonl"),
+                       "append": True}),
+                   "AIRFLOW__OPENLINEAGE__NAMESPACE": "delivery-audit-e2e"})
+        start, end = f"{DAY}T10:00:00Z", f"{DAY}T12:00:00Z"
+        proc = dags_test("delivery_audit_backfill",
+                         conf={"start": start, "end": end, "grace_minutes": 60}, env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    (tmp_path / "backfill-output.txt").write_text(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, _show(proc)
+    states = task_states("delivery_audit_backfill")
+    assert states["audit.check_report"] == "success" and states["audit.alert"] == "success", \
+        (states, _show(proc))
+    wid = "20261119T100000Z_20261119T120000Z"
+    report_dir = reports / f"dt={DAY}" / wid
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["verdict"]["verdict"] == "fail"
+    output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
+    assert "SLACKSECRET" not in output
+
+    # 1. the alert: one POST to the webhook path of the Connection, naming verdict and report
+    assert [r["path"] for r in _SlackStandIn.received] == ["/services/T000/B000/SLACKSECRET"]
+    text = _SlackStandIn.received[0]["body"]["text"]
+    assert f"Kafka delivery audit {wid}: FAIL" in text
+    assert f"Report: {report_dir}/report.html" in text
+    assert f"All windows: {reports}/index.html" in text
+    assert "alert sent (notifier slack (Connection 'slack_e2e'))" in output, _show(proc)
+
+    # 2. the Asset event: the report root's URI, the window, verdict and counts as extra
+    events = _asset_events(reports.as_uri())
+    assert events, _show(proc)
+    extra = events[-1]
+    counts = {k: v["count"] for k, v in report["anomalies"].items() if v.get("count")}
+    assert extra["window"] == wid and extra["verdict"] == "fail"
+    assert extra["anomalies"] == counts and extra["report_json"] == f"{report_dir}/report.json"
+
+    # 3. lineage: START and COMPLETE of reconcile, every input and the report folder
+    ol = [json.loads(line) for f in sorted(lineage.iterdir())
+          for line in f.read_text().splitlines() if line.strip()]
+    mine = {e["eventType"]: e for e in ol
+            if e["job"]["name"] == "delivery_audit_backfill.audit.reconcile"}
+    assert {"START", "COMPLETE"} <= set(mine), [(e["eventType"], e["job"]["name"]) for e in ol]
+    sources = [str(day_data / s / "dt=*" / "*.jsonl*") for s in ("sends", "broker", "ledger",
+                                                                  "events")]
+    for kind in ("START", "COMPLETE"):
+        ev = mine[kind]
+        assert sorted(i["name"] for i in ev["inputs"]) == sorted(sources), ev["inputs"]
+        assert {o["namespace"] for o in ev["inputs"] + ev["outputs"]} == {"file"}
+        assert str(report_dir) in [o["name"] for o in ev["outputs"]], ev["outputs"]
+    complete = {o["name"]: o for o in mine["COMPLETE"]["outputs"]}
+    assertions = complete[f"{report_dir}/anomalies"]["facets"]["dataQualityAssertions"]
+    by_name = {a["name"]: a for a in assertions["assertions"]}
+    assert by_name["verdict"]["success"] is False and by_name["verdict"]["actual"] == "fail"
+    assert {n: int(a["actual"]) for n, a in by_name.items() if n != "verdict" and
+            int(a["actual"])} == counts
+
+    # 4. the downstream DAG: the Asset's newest event names this report; a fail → a ticket
+    down = dags_test("delivery_audit_on_report", conf={"ticket_dir": str(tickets)}, env=env)
+    assert down.returncode == 0, _show(down)
+    assert task_states("delivery_audit_on_report") == {"read_report": "success"}, _show(down)
+    ticket = json.loads((tickets / f"{wid}.json").read_text())
+    assert ticket["window"] == wid and ticket["verdict"] == "fail"
+    assert ticket["report"] == f"{report_dir}/report.html"
+    assert ticket["anomalies"] == counts

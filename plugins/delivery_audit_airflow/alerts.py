@@ -16,9 +16,12 @@ log = logging.getLogger(ALERT_LOGGER)
 
 
 def notifier_settings(plan: dict[str, Any]) -> dict[str, Any]:
-    """The notifier, by the DAGs' one precedence: the audit config file's ``notifier`` > the
-    ``notifier`` of Variable delivery_audit_settings (the deployment default) > the log
-    notifier."""
+    """The notifier, by the DAGs' one precedence: the run's ``notifier`` Param > the audit
+    config file's ``notifier`` > the ``notifier`` of Variable delivery_audit_settings (the
+    deployment default) > the log notifier. With a ``conn_id`` it is a provider's notifier
+    (delivery_audit_airflow.notifiers)."""
+    if isinstance(plan.get("notifier_param"), dict) and plan["notifier_param"]:
+        return dict(plan["notifier_param"])
     path = plan.get("config_file")
     if path:
         try:
@@ -51,20 +54,35 @@ def index_of(plan: dict[str, Any] | None) -> str | None:
 
 
 def send_alert(report: dict[str, Any], link: str, settings: dict[str, Any],
-               index: str | None = None) -> str:
+               index: str | None = None, context: Any = None) -> str:
     """Send through the configured notifier; returns how it was delivered. The alert
     carries the narrative's first findings, the report's ``link`` and the ``index`` of
-    every window."""
+    every window. Settings with a ``conn_id`` go through the provider's notifier
+    (delivery_audit_airflow.notifiers), the others through the engine's. A notifier that
+    fails is a logged warning (no URL, no token) and the alert is logged instead: it never
+    fails the task."""
+    from delivery_audit_airflow import notifiers
+
     verdict = (report.get("verdict") or {}).get("verdict", "?")
     try:
-        _build_notifier(settings).send(report, link, index=index)
-        how = f"notifier {settings.get('type', '?')}"
+        if notifiers.is_provider(settings):
+            if not notifiers.wanted(settings, verdict):
+                return f"not sent (notifier {settings.get('type')} is not on {verdict})"
+            notifiers.send_through_provider(settings, report, link, index, context)
+            how = f"notifier {notifiers.describe(settings)}"
+        else:
+            _build_notifier(settings).send(report, link, index=index)
+            how = f"notifier {settings.get('type', '?')}"
     except Exception as exc:  # an alert must not vanish because a webhook is down
-        from delivery_audit.notify import describe
-        from delivery_audit.redaction import redact_text
+        if notifiers.is_provider(settings):
+            log.warning("notifier %s failed (%s): logging the alert instead",
+                        notifiers.describe(settings), notifiers.safe_reason(exc))
+        else:
+            from delivery_audit.notify import describe
+            from delivery_audit.redaction import redact_text
 
-        log.error("notifier %s failed (%s): logging the alert instead", describe(settings),
-                  redact_text(exc))
+            log.warning("notifier %s failed (%s): logging the alert instead",
+                        describe(settings), redact_text(exc))
         how = "log (notifier failed)"
         first = [f.get("title") for f in (report.get("narrative") or [])[:3]
                  if isinstance(f, dict)]

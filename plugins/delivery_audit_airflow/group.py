@@ -17,8 +17,12 @@
   With the ``spark_connect_conn_id`` Param, the same audit runs instead in the task's Python as
   a Spark Connect client of that Connection's warm Spark (delivery_audit_airflow.connect).
 * check_report: reads ``_manifest.json`` and ``report.json`` from the destination and fails if
-  they are missing, belong to another window, or list files that are not there.
-* alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through the notifier.
+  they are missing, belong to another window, or list files that are not there; then emits
+  the report root's Asset event (window, verdict, anomaly counts; delivery_audit_airflow.assets).
+* alert: skipped on ``pass``; on ``warn``/``fail`` sends the report through a provider's
+  notifier and its Connection (delivery_audit_airflow.notifiers) or the engine's notifier.
+* reconcile reports its OpenLineage lineage (delivery_audit_airflow.lineage) when the
+  OpenLineage provider has a transport.
 """
 
 from __future__ import annotations
@@ -34,13 +38,14 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from delivery_audit.core.manifest import MANIFEST, verify_manifest
 from delivery_audit.core.timefmt import instant
-from delivery_audit_airflow import aws, uris
+from delivery_audit_airflow import assets, aws, uris
 from delivery_audit_airflow.alerts import (
     index_of,
     notifier_settings,
     send_alert,
     task_failure_callback,
 )
+from delivery_audit_airflow.assets import report_asset
 from delivery_audit_airflow.operators import AuditSparkSubmitOperator
 from delivery_audit_airflow.plan import PlanError, build_plan, validate_backfill
 from delivery_audit_airflow.settings import (
@@ -77,6 +82,12 @@ def audit_params() -> dict[str, Param]:
                              description="the Airflow AWS Connection for s3:// inputs and "
                                          f"reports (empty: aws_conn_id in Variable {VARIABLE}, "
                                          "default aws_default)"),
+        "notifier": Param(
+            None, type=["null", "object"], title="Alert notifier",
+            description="this run's alert notifier, e.g. {\"type\": \"slack\", "
+                        "\"conn_id\": \"slack_audit\"} (sns: conn_id + target_arn; smtp: "
+                        "conn_id + to); empty: the audit config's notifier, else the "
+                        f"Variable {VARIABLE}'s, else the log"),
         "spark_connect_conn_id": Param(
             None, type=["null", "string"], pattern=CONN_ID_PATTERN, maxLength=250,
             title="Spark Connect Connection",
@@ -100,8 +111,11 @@ has passed; `reconcile` then runs `jobs/reconcile.py` once with spark-submit.
 
 `<report_root>[/<report_prefix>]/dt=<start date>/<window id>/`: `report.json`, `report.html`,
 `anomalies/` (Parquet), `quarantine/`, `validation/` and, written last, `_manifest.json`.
-`check_report` reads them back; on a `warn` or `fail` verdict `alert` sends the report through
-the notifier. A re-run of the same window replaces its folder.
+`check_report` reads them back and emits an event of the report root's Asset (the window,
+verdict and anomaly counts as its extra; `delivery_audit_on_report` is scheduled on it); on a
+`warn` or `fail` verdict `alert` sends the report through the notifier (a provider's, e.g.
+`{{"type": "slack", "conn_id": "slack_audit"}}`, or the log). A re-run of the same window
+replaces its folder.
 
 ### Variable `{variable}`
 
@@ -146,6 +160,24 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _notifier_param(value: Any) -> dict[str, Any] | None:
+    """The run's ``notifier`` Param (None: empty), checked: a known type; a conn_id that is
+    a connection id."""
+    import re
+
+    if not value:
+        return None
+    if not isinstance(value, dict):
+        raise PlanError(f"notifier {value!r} must be an object")
+    kind = str(value.get("type", "")).lower()
+    if kind not in ("log", "slack", "sns", "smtp"):
+        raise PlanError(f"notifier type {kind!r}: use log, slack, sns or smtp")
+    conn = value.get("conn_id")
+    if conn is not None and not re.fullmatch(CONN_ID_PATTERN, str(conn)):
+        raise PlanError(f"notifier conn_id {conn!r} is not a connection id")
+    return dict(value)
+
+
 @task(task_id="resolve_window")
 def resolve_window() -> dict[str, Any]:
     ctx = get_current_context()
@@ -166,6 +198,7 @@ def resolve_window() -> dict[str, Any]:
         plan = build_plan(start=start, end=end, settings=settings, request=request,
                           source=source, aws_conn_id=params.get("aws_conn_id"),
                           spark_connect_conn_id=params.get("spark_connect_conn_id"))
+        plan["notifier_param"] = _notifier_param(params.get("notifier"))
     except (PlanError, ValueError) as exc:
         raise _fail_fast(exc) from exc
     w = plan["window"]
@@ -203,7 +236,10 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
 
 
 @task(task_id="check_report")
-def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict[str, Any]:
+def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None,
+                 outlet_events: Any = None) -> dict[str, Any]:
+    """Read the published window back and check it; then the report root's Asset event
+    (delivery_audit_airflow.assets) with the window, verdict and anomaly counts."""
     files = uris.on(plan.get("aws_conn_id"))  # S3 through the plan's AWS Connection
 
     report_dir = plan["report_dir"]
@@ -240,6 +276,9 @@ def check_report(plan: dict[str, Any], submitted: dict[str, Any] | None) -> dict
     }
     print(f"verdict {summary['verdict'].upper()} for {summary['window']}: "
           f"{summary['reasons']} — {report_uri}")
+    if outlet_events is not None:
+        outlets = [o for o in get_current_context()["task"].outlets if hasattr(o, "uri")]
+        assets.emit(outlet_events, outlets, plan, summary, index_of(plan))
     return summary
 
 
@@ -249,12 +288,20 @@ def alert(plan: dict[str, Any], summary: dict[str, Any]) -> str:
         raise AirflowSkipException("verdict pass: nothing to alert")
     report = json.loads(uris.on(plan.get("aws_conn_id")).read_text(summary["report_json"]))
     settings = notifier_settings(plan)
-    how = send_alert(report, plan["report_link"], settings, index=index_of(plan))
+    how = send_alert(report, plan["report_link"], settings, index=index_of(plan),
+                     context=_context_or_none())
     print(f"alert sent ({how}): verdict {summary['verdict']} for {summary['window']}")
     if summary["verdict"] == "fail" and plan.get("fail_run_on_verdict"):
         raise AirflowFailException(f"audit verdict FAIL for {summary['window']}: "
                                    f"{summary['reasons']}")
     return how
+
+
+def _context_or_none() -> Any:
+    try:
+        return get_current_context()
+    except Exception:  # noqa: BLE001 - a direct call (tests) has no task context
+        return None
 
 
 def job_environment(context: Any) -> None:
@@ -298,7 +345,7 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
             execution_timeout=timedelta(hours=6),
             pre_execute=job_environment,
         )
-        checked = check_report(plan, reconcile.output)
+        checked = check_report.override(outlets=[report_asset()])(plan, reconcile.output)
         ready >> reconcile
         alert(plan, checked)
     return tg

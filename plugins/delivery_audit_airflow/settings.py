@@ -85,9 +85,11 @@ SCHEMA: dict[str, Setting] = {
                      "grace after the window end (60m, 2h, or minutes): below the run's "
                      "grace_minutes Param and the audit config's grace_minutes"),
     "notifier": Setting(None, ("object", "null"),
-                        "notifier settings, e.g. {\"type\": \"slack\", \"webhook_env\": "
-                        "\"SLACK_WEBHOOK_URL\"}: below the audit config's notifier; neither "
-                        "= the log notifier"),
+                        "alert notifier, e.g. {\"type\": \"slack\", \"conn_id\": "
+                        "\"slack_audit\"} (a provider's notifier and its Connection; sns: "
+                        "+ target_arn, smtp: + to) or the engine's {\"type\": \"slack\", "
+                        "\"webhook_env\": \"SLACK_WEBHOOK_URL\"}: below the run's notifier "
+                        "Param and the audit config's notifier; none = the log notifier"),
     "report_link": Setting("{report_dir}/report.html", ("string",),
                            "the link put in alerts; {report_dir} is the window's folder"),
     "spark_conf": Setting({}, ("object",), "extra spark-submit --conf settings"),

@@ -15,20 +15,23 @@ Any of them takes ``"on": ["warn", "fail"]`` to stay quiet for the other verdict
 from __future__ import annotations
 
 import http.client
-import json
 import logging
 import os
 import re
-import urllib.error
-import urllib.request
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
+
+from slack_sdk.webhook import WebhookClient
 
 from delivery_audit.anomalies import BY_NAME, SEVERITIES
 from delivery_audit.redaction import redact_mapping, redact_text
 
 ALERT_LOGGER = "delivery_audit.alerts"
 log = logging.getLogger(ALERT_LOGGER)
+#: slack_sdk's own logger for the webhook client: it logs the URL (a secret) at DEBUG, so
+#: it never goes below INFO whatever the root level is
+_SDK_LOG = logging.getLogger(f"{ALERT_LOGGER}.slack_sdk")
+_SDK_LOG.setLevel(logging.INFO)
 
 VERDICTS = ("pass", "warn", "fail")
 NARRATED = 3  # the narrative's first findings an alert carries
@@ -135,7 +138,8 @@ class LogNotifier:
 
 
 class SlackNotifier:
-    """Posts to a Slack incoming webhook (JSON ``{"text": ...}``) with a timeout."""
+    """Posts to a Slack incoming webhook (JSON ``{"text": ...}``) with a timeout, through
+    slack_sdk's ``WebhookClient`` (which retries once on a connection error)."""
 
     def __init__(self, webhook_url: str | None = None, *, webhook_env: str = "SLACK_WEBHOOK_URL",
                  timeout_s: float = 10.0) -> None:
@@ -163,25 +167,23 @@ class SlackNotifier:
             return
         verdict = verdict_of(report)
         icon = {"pass": ":white_check_mark:", "warn": ":warning:", "fail": ":x:"}.get(verdict, "")
-        text = "\n".join(summary_lines(report, link, index))
-        payload = json.dumps({"text": f"{icon} {text}".strip()}).encode("utf-8")
+        text = f"{icon} " + "\n".join(summary_lines(report, link, index))
         try:
             # built inside the try: a malformed URL raises here, and its message quotes it
-            req = urllib.request.Request(self.webhook_url, data=payload, method="POST",
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
-                status = resp.status
-                resp.read()
-        except urllib.error.HTTPError as exc:
-            log.warning("slack notifier: %s answered HTTP %s; alert not delivered",
-                        self._where(), exc.code)
-            return
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            client = WebhookClient(self.webhook_url, timeout=max(1, round(self.timeout_s)),
+                                   logger=_SDK_LOG)
+            resp = client.send(text=text.strip())
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             log.warning("slack notifier: cannot reach %s (%s); alert not delivered",
                         self._where(), self._redact(reason))
             return
-        log.info("slack notifier: alert delivered to %s (HTTP %s)", self._where(), status)
+        if not 200 <= resp.status_code < 300:
+            log.warning("slack notifier: %s answered HTTP %s; alert not delivered",
+                        self._where(), resp.status_code)
+            return
+        log.info("slack notifier: alert delivered to %s (HTTP %s)", self._where(),
+                 resp.status_code)
 
 
 class SnsNotifier:
