@@ -301,7 +301,8 @@ def check_rows(tmp: Path, src: Path, dst: Path, adapters: dict) -> None:
 
 
 def audit_figures(spark, tmp: Path, inputs: dict, window, config: dict, formats: dict):
-    from delivery_audit.audit import AuditRequest, Stages, extract, reconcile
+    from delivery_audit.audit import AuditRequest, Stages, extract, finish_report, reconcile
+    from delivery_audit.report.assemble import assemble
 
     req = AuditRequest(inputs=inputs, window=window, out=str(tmp / "reports"),
                        config=AuditConfig.from_dict(config), formats=formats)
@@ -310,7 +311,7 @@ def audit_figures(spark, tmp: Path, inputs: dict, window, config: dict, formats:
     frames = {s: i.valid for s, i in ingested.sources.items()}
     rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test",
                     window.start)
-    report = rec.report
+    report = assemble(finish_report(req, rec.parts, rec, stages, tmp / "staging"))
     spark.catalog.clearCache()
     return report
 
