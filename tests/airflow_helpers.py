@@ -9,6 +9,10 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -134,3 +138,62 @@ def truth_differences(report: dict, truth: dict) -> list[str]:
             diffs.append(f"group {g}: judged {got.get('judged')}, states {states} != truth "
                          f"{expected['judged']}, {expected['states']}")
     return diffs
+
+
+class SlackStandIn(BaseHTTPRequestHandler):
+    """Slack's incoming-webhook endpoint on 127.0.0.1: records each POST, answers "ok"."""
+
+    received: list[dict] = []
+
+    def do_POST(self):  # noqa: N802
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).received.append({"path": self.path, "body": json.loads(body)})
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def slack_stand_in():
+    """A SlackStandIn serving on a free port of 127.0.0.1: yields its base URL and the
+    handler class (``.received``); stopped on exit."""
+    SlackStandIn.received = []
+    server = HTTPServer(("127.0.0.1", 0), SlackStandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", SlackStandIn
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def published_window(root: Path, settings: Any, *, verdict: str, wid: str,
+                     anomalies: dict[str, int], reasons: list[str]) -> tuple[dict, Path]:
+    """A day's plan and its report folder as the publisher leaves it (manifest last): a small
+    report.json with the verdict, these anomaly counts and one critical finding."""
+    from delivery_audit_airflow.plan import build_plan
+
+    from delivery_audit.storage import publish
+
+    start = datetime(2026, 11, 19, tzinfo=UTC)
+    plan = build_plan(start=start, end=start + timedelta(days=1), settings=settings)
+    folder = Path(plan["report_dir"])
+    staging = root / "staging"
+    staging.mkdir(parents=True)
+    severity = {"lost_acked": "critical"}
+    (staging / "report.json").write_text(json.dumps({
+        "window": {"id": wid}, "verdict": {"verdict": verdict, "reasons": reasons},
+        "anomalies": {a: {"count": n, "severity": severity.get(a, "high")}
+                      for a, n in anomalies.items()},
+        "narrative": [{"id": "f1", "severity": "critical", "at": "2026-11-19T01:36:40.704Z",
+                       "cause": "acks_loss", "title": "3 acknowledged messages lost",
+                       "text": "3 acknowledged messages in payments are missing.",
+                       "fix": "acks=all"}]}))
+    (staging / "report.html").write_text("<html/>")
+    publish(staging, str(folder.parent), folder.name)
+    return plan, folder

@@ -21,8 +21,6 @@ import json
 import re
 import sqlite3
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import boto3
@@ -36,6 +34,7 @@ from airflow_helpers import (
     aws_connection,
     dags_test,
     layout_inputs,
+    slack_stand_in,
     task_logs,
     task_states,
     truth_differences,
@@ -237,22 +236,6 @@ def test_backfill_dag_audits_its_window_to_the_truth_and_alerts_on_fail(
     assert [a["state"] for a in apps] == ["FINISHED"], apps
 
 
-class _SlackStandIn(BaseHTTPRequestHandler):
-    """Slack's incoming-webhook endpoint on 127.0.0.1: records each POST, answers "ok"."""
-
-    received: list[dict] = []
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append({"path": self.path, "body": json.loads(body)})
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
-
-
 def _asset_events(uri: str) -> list[dict]:
     """The extras of the Asset's events in the metadata DB (SQLite), oldest first."""
     con = sqlite3.connect(AIRFLOW_HOME / "airflow.db")
@@ -279,11 +262,7 @@ def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_
     strict.write_text(yaml.safe_dump(config))
     reports, tickets, lineage = tmp_path / "reports", tmp_path / "tickets", tmp_path / "ol"
     lineage.mkdir()
-    _SlackStandIn.received = []
-    server = HTTPServer(("127.0.0.1", 0), _SlackStandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with slack_stand_in() as (slack_url, slack):
         env = airflow_env(
             settings={"data_root": str(day_data), "report_root": str(reports),
                       "config_file": str(strict),
@@ -291,7 +270,7 @@ def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_
                       "spark_conf": {"spark.sql.shuffle.partitions": 2}},
             extra={"AIRFLOW_CONN_SLACK_E2E": json.dumps({
                        "conn_type": "slackwebhook",
-                       "host": f"http://127.0.0.1:{server.server_port}/services",
+                       "host": f"{slack_url}/services",
                        "password": "T000/B000/SLACKSECRET"}),
                    "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({
                        "type": "file", "log_file_path": str(lineage / "events.jsonl"),
@@ -300,10 +279,6 @@ def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_
         start, end = f"{DAY}T10:00:00Z", f"{DAY}T12:00:00Z"
         proc = dags_test("delivery_audit_backfill",
                          conf={"start": start, "end": end, "grace_minutes": 60}, env=env)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
     (tmp_path / "backfill-output.txt").write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 0, _show(proc)
     states = task_states("delivery_audit_backfill")
@@ -317,8 +292,8 @@ def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_
     assert "SLACKSECRET" not in output
 
     # 1. the alert: one POST to the webhook path of the Connection, naming verdict and report
-    assert [r["path"] for r in _SlackStandIn.received] == ["/services/T000/B000/SLACKSECRET"]
-    text = _SlackStandIn.received[0]["body"]["text"]
+    assert [r["path"] for r in slack.received] == ["/services/T000/B000/SLACKSECRET"]
+    text = slack.received[0]["body"]["text"]
     assert f"Kafka delivery audit {wid}: FAIL" in text
     assert f"Report: {report_dir}/report.html" in text
     assert f"All windows: {reports}/index.html" in text

@@ -11,12 +11,10 @@ import logging
 import os
 import socket
 import sys
-import threading
-from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from airflow_helpers import published_window, slack_stand_in
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,59 +28,22 @@ if str(REPO / "plugins") not in sys.path:
 from delivery_audit_airflow import assets, downstream, lineage, notifiers  # noqa: E402
 from delivery_audit_airflow.alerts import ALERT_LOGGER, notifier_settings  # noqa: E402
 from delivery_audit_airflow.group import alert, check_report  # noqa: E402
-from delivery_audit_airflow.plan import build_plan  # noqa: E402
 from delivery_audit_airflow.settings import Settings  # noqa: E402
-
-from delivery_audit.storage import publish  # noqa: E402
 
 WID = "20261119T000000Z_20261120T000000Z"
 
 
 def _published(root: Path, verdict: str = "fail") -> tuple[dict, Path]:
     """A window's plan and its folder as the publisher leaves it (manifest last)."""
-    start = datetime(2026, 11, 19, tzinfo=UTC)
-    plan = build_plan(start=start, end=start + timedelta(days=1),
-                      settings=Settings.of(report_root=str(root), data_root="/lake"))
-    folder = Path(plan["report_dir"])
-    staging = root / "staging"
-    staging.mkdir(parents=True)
-    (staging / "report.json").write_text(json.dumps({
-        "window": {"id": WID}, "verdict": {"verdict": verdict, "reasons": ["lost_acked = 3"]},
-        "anomalies": {"lost_acked": {"count": 3, "severity": "critical"},
-                      "dup_write": {"count": 0, "severity": "high"}},
-        "narrative": [{"id": "f1", "severity": "critical", "at": "2026-11-19T01:36:40.704Z",
-                       "cause": "acks_loss", "title": "3 acknowledged messages lost",
-                       "text": "3 acknowledged messages in payments are missing.",
-                       "fix": "acks=all"}]}))
-    (staging / "report.html").write_text("<html/>")
-    publish(staging, str(folder.parent), folder.name)
-    return plan, folder
-
-
-class _Slack(BaseHTTPRequestHandler):
-    received: list[dict] = []
-
-    def do_POST(self):  # noqa: N802
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        type(self).received.append({"path": self.path, "body": json.loads(body)})
-        self.send_response(200)
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
+    return published_window(root, Settings.of(report_root=str(root), data_root="/lake"),
+                            verdict=verdict, wid=WID, reasons=["lost_acked = 3"],
+                            anomalies={"lost_acked": 3, "dup_write": 0})
 
 
 @pytest.fixture()
 def slack_endpoint():
-    _Slack.received = []
-    server = HTTPServer(("127.0.0.1", 0), _Slack)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}", _Slack
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with slack_stand_in() as endpoint:
+        yield endpoint
 
 
 def _slack_conn(monkeypatch, conn_id: str, host: str) -> None:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from airflow_helpers import published_window
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,7 +45,6 @@ from delivery_audit.config import load_config  # noqa: E402
 from delivery_audit.core.globs import to_regex  # noqa: E402
 from delivery_audit.core.window import AuditWindow, resolve_grace  # noqa: E402
 from delivery_audit.notify import summary_lines  # noqa: E402
-from delivery_audit.storage import publish  # noqa: E402
 
 GROUP = "audit"
 TASKS = ["resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"]
@@ -479,27 +479,8 @@ def test_dag_files_import_nothing_heavy():
 
 def _published(tmp_path, verdict="warn", wid="20261119T000000Z_20261120T000000Z"):
     """The plan's report folder as the publisher leaves it (manifest included)."""
-    import json
-
-
-
-    start = datetime(2026, 11, 19, tzinfo=UTC)
-    plan = build_plan(start=start, end=start + timedelta(days=1),
-                      settings=_settings(report_root=str(tmp_path)))
-    d = Path(plan["report_dir"])
-    staging = tmp_path / "staging"
-    staging.mkdir(parents=True)
-    (staging / "report.json").write_text(json.dumps({
-        "window": {"id": wid}, "verdict": {"verdict": verdict, "reasons": ["r"]},
-        "anomalies": {"lost_acked": {"count": 3, "severity": "critical"},
-                      "skipped": {"count": 0, "severity": "high"}},
-        "narrative": [{"id": "f1", "severity": "critical", "at": "2026-11-19T01:36:40.704Z",
-                       "cause": "acks_loss", "title": "3 acknowledged messages lost",
-                       "text": "3 acknowledged messages in payments are missing.",
-                       "fix": "acks=all"}]}))
-    (staging / "report.html").write_text("<html/>")
-    publish(staging, str(d.parent), d.name)
-    return plan, d
+    return published_window(tmp_path, _settings(report_root=str(tmp_path)), verdict=verdict,
+                            wid=wid, reasons=["r"], anomalies={"lost_acked": 3, "skipped": 0})
 
 
 def test_alert_carries_the_narrative_and_links_the_page_and_the_index(tmp_path, monkeypatch):
