@@ -28,10 +28,12 @@ from delivery_audit.redaction import redact_mapping, redact_text
 
 ALERT_LOGGER = "delivery_audit.alerts"
 log = logging.getLogger(ALERT_LOGGER)
-#: slack_sdk's own logger for the webhook client: it logs the URL (a secret) at DEBUG, so
-#: it never goes below INFO whatever the root level is
+#: slack_sdk's own logger for the webhook client, silenced: it quotes the webhook URL (a
+#: secret) at DEBUG and INFO ("Going to retry the same request: POST <url>") and its errors;
+#: this module logs each outcome itself, without the URL
 _SDK_LOG = logging.getLogger(f"{ALERT_LOGGER}.slack_sdk")
-_SDK_LOG.setLevel(logging.INFO)
+_SDK_LOG.disabled = True
+_SDK_LOG.propagate = False
 
 VERDICTS = ("pass", "warn", "fail")
 NARRATED = 3  # the narrative's first findings an alert carries
