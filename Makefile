@@ -40,7 +40,7 @@ demo-cli: setup
 # standalone cluster (make test-cluster; the backfill DAG's e2e test still runs on such a
 # cluster): CI runs this, in under 10 minutes on 2 cores.
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=20 -m "not lab and not cluster"
+	$(BIN)/python -m pytest -q --durations=20 -m "not lab and not cluster"
 
 # A generated day audited on a standalone cluster (master + 2 workers on 127.0.0.1) equals its
 # truth although one worker JVM is SIGKILLed mid-job (about 80 s).

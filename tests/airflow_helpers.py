@@ -19,7 +19,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 #: never ~/airflow: a gitignored folder of the checkout
-AIRFLOW_HOME = Path(os.environ["AIRFLOW_HOME"])  # per xdist worker: tests/conftest.py
+AIRFLOW_HOME = REPO / ".airflow" / "pytest"
 
 
 def airflow_env(settings: dict[str, Any] | None = None, extra: dict[str, str] | None = None,

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
-# one Airflow home (its SQLite metadata DB) per pytest-xdist worker: `make test` runs two
-os.environ["AIRFLOW_HOME"] = str(Path(__file__).resolve().parents[1] / ".airflow"
-                                 / f"pytest-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
 
 
 # the SQL settings every test module starts from (an audit run by a test re-applies the
@@ -82,25 +78,8 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 AUDIT_FIXTURES = {"small_audit", "plain_audit", "pseudo_audit", "two_runs"}
 
 
-# Session fixtures worth computing once: the modules using one run on the same xdist worker
-# (`make test` distributes by these groups, `--dist loadgroup`); every other module is its own
-# group, so its module-scoped fixtures run once too.
-SHARED_FIXTURES = {"plain_audit": "hostile", "pseudo_audit": "hostile",
-                   "hostile_inputs": "hostile", "small_audit": "small",
-                   "connect_server": "connect"}
-
-
 def pytest_collection_modifyitems(items):
-    groups: dict[str, str] = {}
     for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        if AUDIT_FIXTURES & names:
+        if AUDIT_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.audit)
-        module = item.nodeid.split("::")[0]
-        shared = sorted(SHARED_FIXTURES[n] for n in names & SHARED_FIXTURES.keys())
-        if shared and module not in groups:
-            groups[module] = shared[0]
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(groups.get(module, module)))
 

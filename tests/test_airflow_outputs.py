@@ -18,6 +18,7 @@ from airflow_helpers import published_window, slack_stand_in
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
 os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))

@@ -14,6 +14,7 @@ from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.
 
 REPO = Path(__file__).resolve().parents[1]
 # never ~/airflow: Airflow writes airflow.cfg into AIRFLOW_HOME on import
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
 os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
