@@ -21,6 +21,15 @@ VENV_BIN = Path(sys.executable).parent
 #: never ~/airflow: a gitignored folder of the checkout
 AIRFLOW_HOME = REPO / ".airflow" / "pytest"
 
+# In-process Airflow for the modules importing this one (the DAG and task tests): Airflow
+# writes airflow.cfg into AIRFLOW_HOME on import, so these come before any airflow import.
+os.environ.setdefault("AIRFLOW_HOME", str(AIRFLOW_HOME))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
+os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
+if str(REPO / "plugins") not in sys.path:
+    sys.path.append(str(REPO / "plugins"))
+
 
 def airflow_env(settings: dict[str, Any] | None = None, extra: dict[str, str] | None = None,
                 home: Path = AIRFLOW_HOME) -> dict[str, str]:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,12 +16,7 @@ from airflow_helpers import published_window, slack_stand_in
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
-os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
-os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
-if str(REPO / "plugins") not in sys.path:
-    sys.path.append(str(REPO / "plugins"))
+# the in-process Airflow settings come with airflow_helpers (imported above)
 
 from delivery_audit_airflow import assets, downstream, lineage, notifiers  # noqa: E402
 from delivery_audit_airflow.alerts import ALERT_LOGGER, notifier_settings  # noqa: E402

@@ -13,13 +13,7 @@ from airflow_helpers import published_window
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 REPO = Path(__file__).resolve().parents[1]
-# never ~/airflow: Airflow writes airflow.cfg into AIRFLOW_HOME on import
-os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
-os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))
-if str(REPO / "plugins") not in sys.path:
-    sys.path.append(str(REPO / "plugins"))
+# the in-process Airflow settings come with airflow_helpers (imported above)
 
 from delivery_audit_airflow import alerts, aws, uris  # noqa: E402
 from delivery_audit_airflow.alerts import notifier_settings  # noqa: E402
