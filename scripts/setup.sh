@@ -15,7 +15,7 @@ if ! command -v "$PY" >/dev/null 2>&1; then
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[airflow,dev]' -e './sim[kafka]'
+"$VENV/bin/python" -m pip install -q -e '.[airflow,dev,kafka]' -e './sim[kafka]'
 # apache-airflow-providers-apache-spark pulls pyspark-client, which installs into the
 # same pyspark/ folder as pyspark: reinstall pyspark last so its files win.
 PYSPARK_VERSION=$("$VENV/bin/python" - <<'PYEOF'
