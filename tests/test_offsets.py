@@ -238,6 +238,26 @@ def test_marker_offsets_are_no_gaps(result):
         Counter({"lost_unacked": 1})
 
 
+def test_the_page_shows_the_offsets_file_only_when_given():
+    """report.html's "Offsets file" section: the file's offsets, escaped, and whether its
+    committed offsets counted; a report without one renders as before (no section)."""
+    from report_fixtures import EVIL, make_report
+
+    from delivery_audit.report.html import render_html
+
+    base = make_report()
+    assert 'id="offsets-file"' not in render_html(base, {})
+    shown = {**parse_offsets({**GOOD, "groups": [{"group": EVIL, "topic": "t", "partition": 0,
+                                                  "committed": 1234}]}, "s3://b/offsets.json")
+             .report_section(WINDOW.read_until)}
+    assert shown["committed_counted"] is True
+    html = render_html({**base, "offsets_file": shown}, {})
+    assert 'id="offsets-file"' in html and 'href="#offsets-file"' in html
+    assert "s3://b/offsets.json" in html and "1,234" in html and 'count for "went past"' in \
+        html.replace("&#34;", '"')
+    assert EVIL not in html  # escaped
+
+
 # -- `run --offsets` through the CLI ------------------------------------------------------
 
 def _iso(text: str) -> str:

@@ -32,6 +32,7 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "messages",
         False,
         (
+            "detection.facts:facts_from",
             "detection.keyed.leaves:send_rows",
             "detection.keyed.identity_facts:identities",
             "detection.keyed.routed_rows:identity_rows",
@@ -142,6 +143,9 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "messages",
         True,
         (
+            "detection.facts:facts_from",
+            "detection.keyed.leaves:send_rows",
+            "detection.keyed.identity_facts:_reach_bits",
             "detection.keyed.identity_facts:identities",
             "detection.keyed.routed_rows:_pairs",
             "detection.delivery_states:state",
@@ -156,6 +160,7 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         "messages",
         True,
         (
+            "detection.facts:facts_from",
             "detection.keyed.leaves:send_rows",
             "detection.keyed.identity_facts:identities",
             "detection.keyed.routed_rows:_pairs",
