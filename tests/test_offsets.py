@@ -16,11 +16,14 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from frames import END, START, Log, ts
+from report_fixtures import EVIL, make_report
 from rule_results import states, units
 from typer.testing import CliRunner
 
+from delivery_audit.anomaly_table import SCHEMA
 from delivery_audit.cli import app
 from delivery_audit.config import AuditConfig, DumpRange
 from delivery_audit.core.window import AuditWindow
@@ -28,6 +31,8 @@ from delivery_audit.detection import detect
 from delivery_audit.detection.facts import compute_facts
 from delivery_audit.errors import InputError
 from delivery_audit.ingest.offsets import parse_offsets, read_offsets
+from delivery_audit.report.html import render_html
+from delivery_audit.report.offsets import partition_offsets
 from delivery_audit.request import build_request
 
 REPO = Path(__file__).resolve().parents[1]
@@ -241,10 +246,6 @@ def test_marker_offsets_are_no_gaps(result):
 def test_the_page_shows_the_offsets_file_only_when_given():
     """report.html's "Offsets file" section: the file's offsets, escaped, and whether its
     committed offsets counted; a report without one renders as before (no section)."""
-    from report_fixtures import EVIL, make_report
-
-    from delivery_audit.report.html import render_html
-
     base = make_report()
     assert 'id="offsets-file"' not in render_html(base, {})
     shown = {**parse_offsets({**GOOD, "groups": [{"group": EVIL, "topic": "t", "partition": 0,
@@ -256,6 +257,25 @@ def test_the_page_shows_the_offsets_file_only_when_given():
     assert "s3://b/offsets.json" in html and "1,234" in html and 'count for "went past"' in \
         html.replace("&#34;", '"')
     assert EVIL not in html  # escaped
+
+
+def test_the_offset_strip_tells_the_read_from_the_log_start():
+    """With an offsets file the dump range starts at read_from: the strip's pink band
+    (deleted by retention) ends at log_start, not at the read's start."""
+    rows = [{**{f.name: None for f in SCHEMA}, "anomaly": a, "severity": "critical",
+             "units": 1, "group_id": "g", "topic": "t", "partition": 0, "offset": o}
+            for a, o in (("expired_unconsumed", 0), ("lost_acked", 60))]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    (p,) = partition_offsets(table, {("t", 0): (50, 100)}, log_starts={("t", 0): 20},
+                             bins=100)["partitions"]
+    assert (p["lo"], p["log_start"], p["read_from"], p["end"]) == (0, 20, 50, 100)
+    (plain,) = partition_offsets(table, {("t", 0): (50, 100)}, bins=100)["partitions"]
+    assert "read_from" not in plain and plain["log_start"] == 50
+    html = render_html(make_report(), {"offsets": {"partitions": [p], "bins": 100,
+                                                   "partitions_total": 1}})
+    assert 'width="200.0"' in html  # the band: offsets 0 to 20 of 0 to 100, 1000 wide
+    assert "below the log start offset 20: deleted by retention" in html
+    assert "the dump's range: offsets 50 to 100 (exclusive)" in html
 
 
 # -- `run --offsets` through the CLI ------------------------------------------------------

@@ -380,7 +380,8 @@ def finish_report(req: AuditRequest, parts: ReportParts, rec: Reconciled, stages
                                                           rec.facts.reach))
     with stages.stage("insights"):
         insights = {**build_insights(rec.collected, req.window),
-                    "offsets": partition_offsets(table, rec.facts.ranges),
+                    "offsets": partition_offsets(table, rec.facts.ranges,
+                                                 log_starts=rec.facts.log_starts),
                     "transaction_evidence": transaction_evidence(table)}  # contract §9
     with stages.stage("render_html"):
         page = assemble(parts.with_(timings=_timings(stages, jobs)))  # the duration so far

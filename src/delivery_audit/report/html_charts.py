@@ -188,10 +188,11 @@ def offset_strips(insights: dict, width: int = 1000, lane_h: int = 7, gap: int =
 
         lanes = p.get("lanes") or []
         height = max(len(lanes), 1) * (lane_h + gap) + gap
-        dump = None
+        dump, start_x = None, 0.0
         if p.get("log_start") is not None and p.get("end") is not None:
-            dump = {"x": x_of(int(p["log_start"])),
-                    "w": round(x_of(int(p["end"])) - x_of(int(p["log_start"])), 2)}
+            first = int(p.get("read_from", p["log_start"]))  # an offsets file's read (rule 26)
+            dump = {"x": x_of(first), "w": round(x_of(int(p["end"])) - x_of(first), 2)}
+            start_x = x_of(int(p["log_start"]))
         marks = []
         for i, lane in enumerate(lanes):
             name = str(lane["anomaly"])
@@ -210,8 +211,9 @@ def offset_strips(insights: dict, width: int = 1000, lane_h: int = 7, gap: int =
                                        f"{int(b['units']):,} at {where}"})
         rows.append({"topic": p["topic"], "partition": p["partition"], "lo": lo, "hi": hi,
                      "height": height, "dump": dump, "marks": marks,
-                     "below_start": dump["x"] if dump and dump["x"] > 0 else 0,
+                     "below_start": start_x if dump and start_x > 0 else 0,
                      "log_start": p.get("log_start"), "end": p.get("end"),
+                     "read_from": p.get("read_from", p.get("log_start")),
                      "counts": [(str(lane["anomaly"]), int(lane["units"])) for lane in lanes]})
     return {"width": width, "rows": rows,
             "legend": [{"name": n, "colour": ANOMALY_COLOURS.get(n, "#475569")}

@@ -49,11 +49,14 @@ def _lane(rows: pa.Table, lo: int, span: int, bins: int) -> list[dict[str, Any]]
 
 def partition_offsets(table: pa.Table, ranges: dict[tuple[str, int], tuple[int, int]]
                       | None = None, max_partitions: int = MAX_PARTITIONS,
-                      bins: int = BINS) -> dict[str, Any]:
+                      bins: int = BINS, log_starts: dict[tuple[str, int], int] | None = None
+                      ) -> dict[str, Any]:
     """The strips' data (JSON-safe) from anomaly rows (the columns of the anomaly table;
     other anomalies are ignored): ``partitions`` (the ``max_partitions`` with the most units,
-    in (topic, partition) order), ``partitions_total``, ``bins``."""
-    ranges = ranges or {}
+    in (topic, partition) order), ``partitions_total``, ``bins``. ``log_starts``: an offsets
+    file's (rule 26), where the dump range starts at its ``read_from`` instead: a partition
+    whose log start differs from its range's start also gets ``read_from``."""
+    ranges, log_starts = ranges or {}, log_starts or {}
     keep = pc.and_(pc.is_in(table["anomaly"], pa.array(STRIP_ANOMALIES)),
                    pc.and_(pc.is_valid(table["offset"]), pc.is_valid(table["partition"])))
     rows = table.filter(keep).select(["anomaly", "topic", "partition", "offset", "units",
@@ -79,7 +82,9 @@ def partition_offsets(table: pa.Table, ranges: dict[tuple[str, int], tuple[int, 
             lane_rows = mine.filter(pc.equal(mine["anomaly"], name))
             lanes.append({"anomaly": name, "units": int(pc.sum(lane_rows["units"]).as_py()),
                           "bins": _lane(lane_rows, lo, span, bins)})
+        start = log_starts.get((topic, part), dump[0]) if dump else None
         out.append({"topic": topic, "partition": part, "lo": lo, "hi": hi,
-                    "log_start": dump[0] if dump else None, "end": dump[1] if dump else None,
-                    "units": int(t["units_sum"]), "lanes": lanes})
+                    "log_start": start, "end": dump[1] if dump else None,
+                    "units": int(t["units_sum"]), "lanes": lanes,
+                    **({"read_from": dump[0]} if dump and start != dump[0] else {})})
     return {"partitions": out, "partitions_total": len(totals), "bins": bins}
