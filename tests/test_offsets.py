@@ -16,11 +16,13 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import boto3
 import pyarrow as pa
 import pytest
 from frames import END, START, Log, ts
 from report_fixtures import EVIL, make_report
 from rule_results import states, units
+from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 from typer.testing import CliRunner
 
 from delivery_audit.anomaly_table import SCHEMA
@@ -111,6 +113,22 @@ def test_read_offsets_names_the_file_and_the_field(tmp_path, doc, message):
 def test_read_offsets_missing_file(tmp_path):
     with pytest.raises(InputError, match="no files match .*nowhere.json"):
         read_offsets(str(tmp_path / "nowhere.json"))
+
+
+@pytest.mark.audit  # a moto server: not in make test-fast
+def test_read_offsets_from_s3_names_the_uri(s3_endpoint, monkeypatch, tmp_path):  # noqa: F811
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_endpoint)
+    client = boto3.client("s3", endpoint_url=s3_endpoint)
+    client.create_bucket(Bucket="snapshots")
+    client.put_object(Bucket="snapshots", Key="day/offsets.json", Body=json.dumps(GOOD))
+    client.put_object(Bucket="snapshots", Key="day/bad.json",
+                      Body=json.dumps({**GOOD, "partitions": "none"}))
+    got = read_offsets("s3://snapshots/day/offsets.json", tmp_path / "stage")
+    assert got.source == "s3://snapshots/day/offsets.json"
+    assert [g.committed for g in got.groups] == [97, None]
+    with pytest.raises(InputError) as err:
+        read_offsets("s3://snapshots/day/bad.json", tmp_path / "stage")
+    assert str(err.value) == "s3://snapshots/day/bad.json: partitions: must be a list, not a text"
 
 
 def test_the_option_reaches_the_request_and_the_airflow_job(tmp_path):
