@@ -238,6 +238,11 @@ def test_retention_is_judged_by_the_log_start_not_the_read(result):
                and r["anomaly"] == "expired_unconsumed"]
     assert [(r["offset"], r["group_id"]) for r in expired] == [(1, "g")]
     assert units(result, "o-retention")["lost_acked"] == 0
+    pending = [r for r in result["rows"] if r["anomaly"] == "pending"
+               and r["topic"] in ("o-retention", "o-config", "o-commit")]
+    assert sorted((r["topic"], r["offset"], r["cause"]) for r in pending) == [
+        ("o-commit", 3, "lag"), ("o-config", 7, "acked beyond the dump"),
+        ("o-retention", 3, "acked before the read")]
 
 
 def test_committed_offsets_taken_in_time_count_as_commits(result):
@@ -335,6 +340,9 @@ def test_run_with_offsets_through_the_cli(spark, tmp_path):
     states_g = report["groups"]["g"]["states"]
     assert (states_g["expired_unconsumed"], states_g["pending"], states_g["skipped"],
             states_g["delivered_once"], states_g["lost_acked"]) == (1, 4, 0, 1, 0)
+    told = {f["cause"]: f for f in report["narrative"]}
+    assert told["pending_before_read"]["anomalies"] == {"pending": 1}
+    assert told["retention"]["anomalies"] == {"expired_unconsumed": 1}
     shown = report["offsets_file"]
     assert shown["file"] == offsets and shown["committed_counted"] is False
     assert shown["groups"] == [{"group": "g", "topic": "t", "partition": 0, "committed": 6}]

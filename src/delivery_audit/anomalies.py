@@ -301,6 +301,9 @@ PER_ANOMALY = 5000
 DUP_WRITE_CAUSES: tuple[str, ...] = ("producer_retry", "idempotence_breach", "unknown")
 REDELIVERY_CAUSES: tuple[str, ...] = ("rebalance", "other")
 ABORTED_READ_CAUSES: tuple[str, ...] = ("read_uncommitted", "read_committed", "unknown")
+# pending's cause without a copy when the acked offset lies in an offsets file's
+# [log_start, read_from) (rule 26); the others: "lag" (a copy), "acked beyond the dump"
+PENDING_BEFORE_READ = "acked before the read"
 
 STATES: tuple[str, ...] = (
     "delivered_once",

@@ -128,7 +128,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     sla = {g: ms for g in facts.group_ids if (ms := config.sla_ms(g)) is not None}
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed_layout.L), window)
-        .unionByName(delivery_states.states_pass(pairs, sla)))
+        .unionByName(delivery_states.states_pass(pairs, sla, facts.read_starts())))
     names = [f.name for f in ANOMALY_SCHEMA.fields]
     # one aggregation per transaction, read by the hanging ones and the report's table
     txns = transactions.per_transaction(outcomes, facts) if facts.transactional else None

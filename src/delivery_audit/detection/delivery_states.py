@@ -19,7 +19,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
-from ..anomalies import STATES
+from ..anomalies import PENDING_BEFORE_READ, STATES
 from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
@@ -68,12 +68,28 @@ def _with_state(rows: DataFrame) -> DataFrame:
     return S.select(_counted(rows), "*", state().alias("state"))
 
 
-def _state_anomalies() -> list[tuple[X, X]]:
+def _pending_cause(read_starts: dict[tuple[str, int], int]) -> X:
+    """``lag`` with a copy; without one, ``acked before the read`` when the acked offset lies
+    below the read's start of an offsets file whose log start is lower (``read_starts``:
+    (topic, partition) → read_from, rule 26), else ``acked beyond the dump``."""
+    cause = S.when(S.col("n_copies") > 0, S.lit("lag"))
+    if read_starts:
+        starts = S.map_literal(
+            [(S.struct(t=t, p=p), S.lit(o).cast("bigint")) for (t, p), o in
+             sorted(read_starts.items())], "map<struct<t:string,p:int>,bigint>")
+        start = S.fn("element_at", starts,
+                     S.raw("named_struct('t', topic, 'p', acked_at.partition)"))
+        cause = cause.when(S.coalesce(S.col("acked_at.offset") < start, S.lit(False)),
+                           S.lit(PENDING_BEFORE_READ))
+    return cause.otherwise(S.lit("acked beyond the dump"))
+
+
+def _state_anomalies(read_starts: dict[tuple[str, int], int] | None = None
+                     ) -> list[tuple[X, X]]:
     """skipped, pending and expired_unconsumed: one row per (group, identity) in that state."""
     pair = S.col("is_pair") & S.col("group_id").isNotNull()
     common = dict(group_id="group_id", topic="topic", key=KEY, seq="seq", ts="judged_ts")
-    pending_cause = S.when(S.col("n_copies") > 0, S.lit("lag")).otherwise(
-        S.lit("acked beyond the dump"))
+    pending_cause = _pending_cause(read_starts or {})
     return [
         (pair & (S.col("state") == "skipped"), anomaly_struct(
             "skipped", partition=S.col("first_copy.partition"), offset=S.col("first_copy.offset"),
@@ -129,15 +145,18 @@ def state_rows(pairs: DataFrame) -> DataFrame:
         "group_id", "topic", f"{KEY.sql} AS key", "seq", "state", "k AS successes")
 
 
-def states_pass(pairs: DataFrame, sla_ms: dict[str, int] | None = None) -> DataFrame:
+def states_pass(pairs: DataFrame, sla_ms: dict[str, int] | None = None,
+                read_starts: dict[tuple[str, int], int] | None = None) -> DataFrame:
     """The states, dup_effect and late_delivery (``sla_ms``: group → latency SLA) as routed
     rows for pass 3: anomaly rows, and one row per pair not delivered once (the report
-    counts states; delivered_once is the rest of the judged identities)."""
+    counts states; delivered_once is the rest of the judged identities). ``read_starts``:
+    an offsets file's read_from where it lies above the log start (pending's cause)."""
     emit = routes.emit_when
     K, A, ST = consumer.KINDS, consumer.A, consumer.ST
     anywhere = (S.col("_r1"), S.col("_r2"), S.col("_r3"))
     rows = [emit(K, cond, A, *anywhere, a)
-            for cond, a in (*_state_anomalies(), dup_effect(), late_delivery(sla_ms or {}))]
+            for cond, a in (*_state_anomalies(read_starts), dup_effect(),
+                            late_delivery(sla_ms or {}))]
     code = S.fn("array_position", S.fn("array", *[S.lit(s) for s in STATES]), S.col("state"))
     rows.append(emit(K, S.col("is_pair") & S.col("group_id").isNotNull()
                      & (S.col("state") != "delivered_once"), ST,

@@ -63,6 +63,12 @@ class Facts:
         start = self.log_starts.get((topic, partition))
         return start if start is not None else self.ranges.get((topic, partition), (None,))[0]
 
+    def read_starts(self) -> dict[tuple[str, int], int]:
+        """The partitions whose dump range starts above their log start (an offsets file's
+        read from a later offset, rule 26): (topic, partition) → the range's start."""
+        return {k: lo for k, (lo, _) in self.ranges.items()
+                if self.log_starts.get(k, lo) < lo}
+
     @property
     def transactional(self) -> bool:
         """Some broker row is transactional or a control row (contract §9)."""

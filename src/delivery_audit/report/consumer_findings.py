@@ -1,7 +1,8 @@
 """The narrative's consumer-side causes, per group: ``commit_before_process`` and
 ``poison_record`` (``skipped``, without or after failed attempts, with the group's
-rebalances soon after), ``retention`` (``expired_unconsumed``), ``lag`` and
-``pending_beyond_dump`` (``pending`` by cause), ``same_member_redelivery``
+rebalances soon after), ``retention`` (``expired_unconsumed``), ``lag``,
+``pending_beyond_dump`` and ``pending_before_read`` (``pending`` by cause: an offsets
+file's read started after the acked offset, rule 26), ``same_member_redelivery``
 (``redelivery`` cause other), ``process_reorder``; and ``retries``
 (``retry_after_failure``, expected) over every group."""
 
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..anomalies import PENDING_BEFORE_READ as BEFORE_READ
 from .digest import Digest
 from .findings import SECTION, Clock, Finding, ms_of, names, parts, plural
 from .row_findings import at_offsets, in_topics, it_them, its_their, scoped_finding, was_were
@@ -76,8 +79,18 @@ def _pending(d: Digest, g: str, read_until: str, clock: Clock) -> list[Finding]:
             f"{it_them(k)}.",
             f"check {g}'s consumer of {where_} (paused, stuck on a record, or too slow); a "
             f"later run shows whether {'it' if k == 1 else 'they'} arrived.", group=g))
+    x = pending.where(cause=BEFORE_READ)  # rule 26: an offsets file's read started later
+    if k := x.units():
+        out.append(scoped_finding(
+            "pending_before_read", {"pending": x},
+            f"{plural(k, 'message')} acknowledged before the snapshot's read, pending for {g}",
+            f"{plural(k, 'message')}{in_topics(x)} {was_were(k)} acknowledged at offsets still in "
+            f"the log but before the offsets file's read_from{at_offsets(x)}, and not processed "
+            f"by {g}: the read started too late to judge {it_them(k)}.",
+            "take the snapshot from the log start (no --from), or from before the window.",
+            group=g))
     x = Digest(pending.table.filter(pc.invert(pc.fill_null(
-        pc.equal(pending.table["cause"], "lag"), False))))
+        pc.is_in(pending.table["cause"], pa.array(["lag", BEFORE_READ])), False))))
     if k := x.units():
         out.append(scoped_finding(
             "pending_beyond_dump", {"pending": x},

@@ -17,10 +17,10 @@ topic and group). The causes, each family in its module:
   ``rebalance``, ``zombie``;
 * consumer side, per group (consumer_findings.py) — ``commit_before_process``
   (``skipped`` records nobody tried), ``poison_record`` (``skipped`` after failed
-  attempts), ``retention`` (``expired_unconsumed``), ``lag`` and ``pending_beyond_dump``
-  (``pending`` by cause), ``same_member_redelivery`` (``redelivery`` cause other),
-  ``process_reorder``; and ``retries`` (``retry_after_failure``, expected) over every
-  group;
+  attempts), ``retention`` (``expired_unconsumed``), ``lag``, ``pending_beyond_dump`` and
+  ``pending_before_read`` (``pending`` by cause), ``same_member_redelivery``
+  (``redelivery`` cause other), ``process_reorder``; and ``retries``
+  (``retry_after_failure``, expected) over every group;
 * transactions and latency (contract §9, transaction_findings.py) — ``aborted_read_uncommitted``,
   ``aborted_read_committed`` and ``aborted_read`` (per group, by isolation),
   ``hanging_transaction``, ``zombie_write``, ``late_delivery`` (per group);
