@@ -8,7 +8,7 @@ Modules: ``request`` (request, result, failure, the client-config file), ``clien
 (librdkafka/Java keys to kafka-python's, secrets), ``cluster`` (requests to a partition's
 leader, offsets, committed offsets), ``batches`` (Fetch and record batches to rows),
 ``offsets`` (the ranges and offsets.json), ``staging`` (gzip files, publishing), ``take``
-(``take_snapshot``)."""
+(``take_snapshot``), ``groups`` (committed offsets)."""
 
 from .request import SnapshotFailed, SnapshotRequest, SnapshotResult, read_client_config
 from .take import take_snapshot

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import kafka.errors as Errors
-from kafka import KafkaAdminClient, KafkaClient
+from kafka import KafkaClient
 from kafka.protocol.list_offsets import ListOffsetsRequest
 from kafka.structs import TopicPartition
 
@@ -67,14 +67,11 @@ class Cluster:
         except Errors.KafkaError as exc:
             raise SnapshotFailed(f"cannot reach the cluster at {bootstrap}: "
                                  f"{self.why(exc)}") from None
-        self._admin: KafkaAdminClient | None = None
 
     def why(self, exc: BaseException) -> str:
         return scrub(f"{type(exc).__name__}: {exc}", self._config)
 
     def close(self) -> None:
-        if self._admin is not None:
-            self._admin.close()
         self.client.close()
 
     def __enter__(self) -> Cluster:
@@ -103,6 +100,19 @@ class Cluster:
         raise SnapshotFailed(f"topic {topic}: not in the cluster's metadata (no such topic, "
                              "or not visible to this principal); no partition can be read")
 
+    def send(self, node: int | str, request: Any) -> Any:
+        """`request`'s response from `node` (connecting first); network trouble raises
+        kafka.errors.KafkaError, the response's error codes are the caller's."""
+        if not self.client.await_ready(node, timeout_ms=10000):
+            raise Errors.NodeNotReadyError(f"broker {node} not reachable")
+        future = self.client.send(node, request)
+        self.client.poll(future=future)
+        if not future.is_done:
+            raise Errors.KafkaTimeoutError(f"broker {node} did not answer")
+        if future.failed():
+            raise future.exception
+        return future.value
+
     # requests to a partition's leader ---------------------------------------------
     def ask_leader(self, tp: TopicPartition, build: Callable[[int], Any],
                    operation: Any, what: str) -> tuple:
@@ -119,21 +129,12 @@ class Cluster:
                 last = "no leader known"
                 continue
             try:
-                if not self.client.await_ready(node, timeout_ms=10000):
-                    last = f"broker {node} not reachable"
-                    continue
                 version = self.client.api_version(operation[0], max_version=operation[1])
-                future = self.client.send(node, build(version))
-                self.client.poll(future=future)
-                if not future.is_done:
-                    last = f"broker {node} did not answer"
-                    continue
-                if future.failed():
-                    raise future.exception
+                response = self.send(node, build(version))
             except Errors.KafkaError as exc:
                 last = self.why(exc)
                 continue
-            entry = partition_entry(future.value, tp)
+            entry = partition_entry(response, tp)
             error = Errors.for_code(entry[1])
             if error is Errors.NoError:
                 return entry
@@ -157,34 +158,6 @@ class Cluster:
         entry = self.ask_leader(tp, build, (ListOffsetsRequest, 5), "ListOffsets")
         return int(entry[3])
 
-    # committed offsets ------------------------------------------------------------
-    def committed(self, group: str, tps: list[TopicPartition]) -> dict[TopicPartition,
-                                                                        int | None]:
-        """The group's committed offset per partition (None: nothing committed)."""
-        if self._admin is None:
-            admin_settings = {k: v for k, v in self._settings.items()
-                              if k != "allow_auto_create_topics"}
-            try:
-                self._admin = KafkaAdminClient(**admin_settings)
-            except Errors.KafkaError as exc:
-                raise SnapshotFailed(f"group {group}: cannot open an admin client: "
-                                     f"{self.why(exc)}") from None
-        last = ""
-        for attempt in range(ATTEMPTS):
-            try:
-                # partitions named: OffsetFetch for "all partitions" is not answered by
-                # every broker (librdkafka's mock cluster returns no topics)
-                found = self._admin.list_consumer_group_offsets(group, partitions=tps)
-            except Errors.KafkaError as exc:
-                last = self.why(exc)
-                if not getattr(exc, "retriable", False):
-                    break
-                time.sleep(BACKOFF_S[attempt])
-                continue
-            return {tp: (found[tp].offset if tp in found and found[tp].offset >= 0 else None)
-                    for tp in tps}
-        raise SnapshotFailed(f"group {group}: committed offsets of "
-                             f"{', '.join(sorted({tp.topic for tp in tps}))} not read: {last}")
 
-
-__all__ = ["EARLIEST", "LATEST", "READ_COMMITTED", "READ_UNCOMMITTED", "Cluster", "label"]
+__all__ = ["ATTEMPTS", "BACKOFF_S", "EARLIEST", "LATEST", "READ_COMMITTED", "READ_UNCOMMITTED",
+           "Cluster", "label"]

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
 from .batches import FETCH, batches_of, fetch_request, next_offset, rows_of_batch
 from .client_config import scrub, to_kafka_python
 from .cluster import Cluster, label
+from .groups import committed_offsets
 from .offsets import PartitionRange, offsets_document, partition_range
 from .request import SnapshotFailed, SnapshotRequest, SnapshotResult
 from .staging import PartitionFile, Staging
@@ -118,7 +119,8 @@ def take_snapshot(request: SnapshotRequest) -> SnapshotResult:
             tps = [tp for topic in dict.fromkeys(request.topics)
                    for tp in _partitions(cluster, topic)]
             ranges = [partition_range(cluster, tp, request.start, request.end) for tp in tps]
-            committed = {g: cluster.committed(g, tps) for g in dict.fromkeys(request.groups)}
+            committed = {g: committed_offsets(cluster, g, tps)
+                         for g in dict.fromkeys(request.groups)}
             counts = _Counts(request.max_records)
             with _progress(request.progress, ranges) as advance:
                 for r in ranges:
