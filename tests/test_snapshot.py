@@ -308,17 +308,30 @@ def test_audit_of_the_day_counts_aborted_records_as_no_copies_and_markers_as_no_
     config = AuditConfig.from_dict({
         "groups": {GROUP: {"isolation.level": "read_committed", "topics": [TOPIC]}},
         "notifier": {"type": "log"}})
+    snap = day["result"]
     result = run_audit(AuditRequest(
         inputs={"sends": [str(rec / "producer.sends.jsonl")],
-                "broker": [f for f in day["result"].broker_files if TOPIC in f],
+                "broker": [str(Path(snap.out) / "broker" / "*.jsonl.gz")],
                 "ledger": [str(rec / "billing-1.ledger.jsonl")],
                 "events": [str(rec / "billing-1.events.jsonl")]},
-        window=window, out=str(tmp_path), config=config, notify=False, spark=spark))
+        window=window, out=str(tmp_path), config=config, notify=False, spark=spark,
+        offsets=snap.offsets_path))
     report = result.report
     anomalies = {name: a["count"] for name, a in report["anomalies"].items()}
-    assert report["inputs"]["broker"]["rows_read"] == 16
-    assert anomalies.get("lost_acked") == 0 and anomalies.get("skipped") == 0
-    assert anomalies.get("offset_gap", 0) == 0 and anomalies.get("aborted_read") == 0
+    assert report["inputs"]["broker"]["rows_read"] == 16  # 11 records, 5 markers
+    # the markers' offsets are records of the log: no gap, nothing skipped or lost
+    assert anomalies["lost_acked"] == 0 and anomalies["skipped"] == 0
+    assert anomalies["seq_gap"] == 0 and anomalies["aborted_read"] == 0
+    # the aborted records are no copies: their two messages were never committed
+    assert anomalies["lost_unacked"] == 2
     states = report["groups"][GROUP]["states"]
-    assert states["processed_ok"] == 9
-    assert sum(states.values()) == report["groups"][GROUP]["judged"] == 9
+    assert (states["delivered_once"], states["lost_unacked"]) == (9, 2)
+    assert sum(states.values()) == report["groups"][GROUP]["judged"] == 11
+    assert [t["aborted"]["records"] for t in report["transactions"]] == [1, 1, 0]
+    stated = report["offsets_file"]
+    assert stated["committed_counted"] is True
+    written = json.loads(Path(snap.offsets_path).read_text())["groups"]
+    mine = {(g["group"], g["topic"], g["partition"]): g["committed"] for g in written}
+    assert {(g["group"], g["topic"], g["partition"]): g["committed"]
+            for g in stated["groups"]} == mine
+    assert all(mine[(GROUP, TOPIC, p)] is not None for p in range(3))
