@@ -16,8 +16,7 @@ from datetime import UTC, datetime
 import kafka.errors as Errors
 from kafka.structs import TopicPartition
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, \
-    TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .batches import FETCH, batches_of, fetch_request, next_offset, rows_of_batch
 from .client_config import scrub, to_kafka_python
