@@ -283,6 +283,32 @@ def test_snapshot_help_lists_every_option():
         assert option in result.output, option
 
 
+def test_client_config_maps_librdkafka_and_java_keys_to_kafka_python(tmp_path):
+    from delivery_audit.snapshot import SnapshotFailed, read_client_config
+    from delivery_audit.snapshot.client_config import scrub, to_kafka_python
+
+    path = tmp_path / "client.properties"
+    path.write_text("# Aiven\nsecurity.protocol = sasl_ssl\nsasl.mechanisms=SCRAM-SHA-512\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+                    f'required username="auditor" password="{PASSWORD}";\n'
+                    "ssl.ca.location=/etc/kafka/ca.pem\nssl.endpoint.identification.algorithm="
+                    "\nisolation.level=read_committed\n", encoding="utf-8")
+    config = read_client_config(path)
+    assert to_kafka_python(config) == {
+        "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "auditor", "sasl_plain_password": PASSWORD,
+        "ssl_cafile": "/etc/kafka/ca.pem", "ssl_check_hostname": False}
+    assert PASSWORD not in scrub(f"login failed with {PASSWORD}", config)
+    assert "pw1" not in scrub("short pw1", {"sasl.password": "pw1"})
+    with pytest.raises(SnapshotFailed, match="ssl.keystore.location") as refused:
+        to_kafka_python({"ssl.keystore.location": "/k.jks", "sasl.password": PASSWORD})
+    assert PASSWORD not in str(refused.value)
+    path.write_text(f"sasl.password {PASSWORD}\n", encoding="utf-8")
+    with pytest.raises(SnapshotFailed, match="line 1 is not key=value") as bad:
+        read_client_config(path)
+    assert PASSWORD not in str(bad.value)
+
+
 def test_read_range_from_and_to_lookups():
     from delivery_audit.snapshot.offsets import read_range
 

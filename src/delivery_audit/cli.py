@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from datetime import timedelta
 from importlib.metadata import entry_points
@@ -263,6 +264,10 @@ def snapshot(
     # kafka-python is the optional `kafka` extra: imported by `snapshot` only
     from .snapshot import SnapshotFailed, SnapshotRequest, read_client_config, take_snapshot
 
+    # kafka-python's own log lines (a connection retried, an API version probed) are not
+    # messages for the user: without a handler they would reach stderr through logging's
+    # last resort
+    logging.getLogger("kafka").addHandler(logging.NullHandler())
     try:
         settings = read_client_config(client_config) if client_config else {}
         req = SnapshotRequest(

@@ -133,6 +133,12 @@ def take_snapshot(request: SnapshotRequest) -> SnapshotResult:
     except SnapshotFailed as exc:
         staging.discard()
         raise SnapshotFailed(scrub(exc, config)) from None
+    except Errors.KafkaError as exc:  # outside a partition's request (metadata, a codec …)
+        staging.discard()
+        raise SnapshotFailed(scrub(f"{type(exc).__name__}: {exc}", config)) from None
+    except OSError as exc:  # writing under --out
+        staging.discard()
+        raise SnapshotFailed(f"cannot write under {request.out}: {exc.strerror}") from None
     except BaseException:
         staging.discard()
         raise
