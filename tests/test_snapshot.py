@@ -309,6 +309,53 @@ def test_client_config_maps_librdkafka_and_java_keys_to_kafka_python(tmp_path):
     assert PASSWORD not in str(bad.value)
 
 
+class _CompactedLog:
+    """A broker's Fetch answers for one compacted partition, built with kafka-python's own
+    batch builder: offset 1 compacted out of the first batch, the batch holding 3 and 4
+    removed whole. Only the transport is stood in for; the read loop runs as it is."""
+
+    def __init__(self) -> None:
+        from kafka.record.default_records import DefaultRecordBatchBuilder
+
+        self.batches = []
+        for base, deltas in ((0, (0, 2)), (5, (0, 1))):
+            builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
+                                                is_transactional=False, producer_id=42,
+                                                producer_epoch=0, base_sequence=base,
+                                                batch_size=1 << 16)
+            for d in deltas:
+                builder.append(d, timestamp=1_700_000_000_000 + d, key=b"k",
+                               value=f"v.{base + d}".encode(), headers=[])
+            raw = bytearray(builder.build())
+            raw[0:8] = base.to_bytes(8, "big")  # the broker assigns the base offset
+            self.batches.append((base, base + deltas[-1], bytes(raw)))
+        self.fetched: list[int] = []
+
+    def ask_leader(self, tp, build, operation, what):
+        request = build(4)
+        offset = request.topics[0][1][0][1]
+        self.fetched.append(offset)
+        records = b"".join(raw for _b, last, raw in self.batches if last >= offset)
+        return (tp.partition, 0, 7, 7, [], records)
+
+
+def test_a_compacted_partition_is_read_across_its_offset_gaps(tmp_path):
+    from delivery_audit.snapshot.offsets import PartitionRange
+    from delivery_audit.snapshot.staging import PartitionFile
+    from delivery_audit.snapshot.take import _Counts, _read_partition
+
+    log, out = _CompactedLog(), PartitionFile(tmp_path / "t-0.jsonl.gz")
+    seen: list[int] = []
+    _read_partition(log, PartitionRange("t", 0, 0, 7, 7, 0, 7), out, _Counts(None),
+                    seen.append)
+    out.close()
+    rows = _rows(tmp_path / "t-0.jsonl.gz")
+    assert [(r["offset"], r["seq"], r["batch_sequence"]) for r in rows] == [
+        (0, 0, 0), (2, 2, 2), (5, 5, 5), (6, 6, 6)]
+    assert all(r["pid"] == 42 and r["transactional"] is False for r in rows)
+    assert log.fetched == [0, 3] and seen == [3, 7]
+
+
 def test_read_range_from_and_to_lookups():
     from delivery_audit.snapshot.offsets import read_range
 
