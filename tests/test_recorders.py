@@ -9,6 +9,7 @@ README's example runs as written, and its "Audit your own system" walk-through e
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 import os
 import re
@@ -194,7 +195,7 @@ def test_plain_producer_and_consumer_record_what_went_through_the_broker(cluster
 def test_transactional_producer_records_committed_and_aborted_sends_where_the_log_has_them(
         cluster, tmp_path):
     from delivery_audit.recorders import Recorder, RecordingConsumer, RecordingProducer
-    from delivery_audit_sim.rawlog import read_partition
+    from delivery_audit.snapshot import SnapshotRequest, take_snapshot
 
     topic = "rec-txn"
     cluster.create_topic(topic, 2)
@@ -243,7 +244,9 @@ def test_transactional_producer_records_committed_and_aborted_sends_where_the_lo
     assert {(s["partition"], s["offset"]): (s["key"], s["seq"]) for s in sends} == received
     # the log: each aborted send is followed in its partition by an ABORT marker, each
     # committed one by a COMMIT marker, of the producer's pid
-    log = {p: list(read_partition(cluster.bootstrap, topic, p)) for p in (0, 1)}
+    snap = take_snapshot(SnapshotRequest(cluster.bootstrap, (topic,), str(tmp_path / "snap")))
+    rows = [json.loads(line) for f in snap.broker_files for line in gzip.open(f, "rt")]
+    log = {p: [r for r in rows if r["partition"] == p] for p in (0, 1)}
     for s in sends:
         after = [r for r in log[s["partition"]] if r["offset"] > s["offset"] and r["control"]]
         want = "commit" if s["status"] == "acked" else "abort"

@@ -9,8 +9,9 @@ lab_txn.py; `--serve` only serves the broker, lab_serve.py).
    record for longer than max.poll.interval.ms, so librdkafka makes it leave the group:
    the group rebalances, "fast" takes the partition over and reprocesses what "slow"
    had not committed, and "slow"'s commit then fails;
-4. dumps the topic by reading it until idle (not up to end offsets) into the canonical
-   broker form;
+4. reads the topic as `delivery-audit snapshot` does (every partition up to the end
+   offsets taken when it starts, record batches with their producer ids) into the
+   canonical broker form;
 5. audits the recorded files with run_audit and prints where the report is.
 
 Everything binds 127.0.0.1; the mock cluster lives in this process and is destroyed by
@@ -154,7 +155,7 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
             t.join(timeout=30)
         echo("consumer group finished: " + "; ".join(notes))
         broker_rows = dump_topic(cluster.bootstrap, TOPIC, rec_dir / "broker.dump.jsonl")
-        echo(f"dumped {broker_rows} records (read until idle)")
+        echo(f"read {broker_rows} records as a snapshot (up to the end offsets)")
     finished = datetime.now(UTC)
 
     files = recorded_files(rec_dir, "broker.dump.jsonl")

@@ -1,17 +1,17 @@
 """The lab's broker: librdkafka's in-process mock Kafka cluster (inside the confluent-kafka
 wheel, reached through its C API with ctypes; it listens on 127.0.0.1) and the broker view
-of a topic read back through a consumer. Shared by the rebalance lab (lab.py), the
-transactions lab (lab_txn.py), `lab --serve` (lab_serve.py) and the recorders' tests."""
+of a topic read back as `delivery-audit snapshot` reads it. Shared by the rebalance lab
+(lab.py), the transactions lab (lab_txn.py), `lab --serve` (lab_serve.py) and the
+recorders' tests."""
 
 from __future__ import annotations
 
 import ctypes
 import glob
-import json
-import time
+import gzip
+import shutil
+import tempfile
 from pathlib import Path
-
-from delivery_audit.recorders import as_text, header_seq
 
 # Kafka protocol API keys the tests inject errors into (rd_kafka_mock_push_request_errors)
 PRODUCE_API = 0
@@ -106,38 +106,21 @@ class MockCluster:
         self.stop()
 
 
-def dump_topic(bootstrap: str, topic: str, path: Path, idle_s: float = 3.0,
-               seq_header: str = "seq") -> int:
-    """The canonical broker rows of `topic`, read through a consumer from the beginning of
-    every partition until nothing arrives for idle_s (what the console consumer shows: no
-    transaction markers, no producer ids). Returns the rows written."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+def dump_topic(bootstrap: str, topic: str, path: Path) -> int:
+    """The canonical broker rows of `topic` in the JSON Lines file `path`, read the way
+    `delivery-audit snapshot` reads a live cluster (delivery_audit.snapshot): every
+    partition up to the end offsets taken when it starts, record batches with their producer
+    ids and transaction markers as control rows. Returns the rows written."""
+    from delivery_audit.snapshot import SnapshotRequest, take_snapshot
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lab-dump",
-                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "isolation.level": "read_uncommitted"})
-    try:
-        meta = c.list_topics(topic, timeout=10)
-        parts = sorted(meta.topics[topic].partitions)
-        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        n = 0
-        last = time.monotonic()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
-            while time.monotonic() - last < idle_s:
-                msg = c.poll(0.2)
-                if msg is None or msg.error():
-                    continue
-                last = time.monotonic()
-                fh.write(json.dumps({
-                    "topic": msg.topic(), "partition": msg.partition(),
-                    "offset": msg.offset(), "key": as_text(msg.key()),
-                    "seq": header_seq(msg.headers(), seq_header),
-                    "timestamp": msg.timestamp()[1], "producer_id": None}) + "\n")
-                n += 1
-    finally:
-        c.close()
-    return n
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lab-snapshot-", dir=path.parent) as tmp:
+        snap = take_snapshot(SnapshotRequest(bootstrap, (topic,), tmp))
+        with open(path, "w", encoding="utf-8") as out:
+            for name in snap.broker_files:
+                with gzip.open(name, "rt", encoding="utf-8") as rows:
+                    shutil.copyfileobj(rows, out)
+    return snap.records + snap.controls
 
 
 __all__ = ["PRODUCE_API", "BrokerUnavailable", "MockCluster", "dump_topic"]

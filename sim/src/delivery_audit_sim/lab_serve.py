@@ -2,10 +2,10 @@
 own code (the README's "Audit your own system"). Starts librdkafka's mock Kafka cluster on
 127.0.0.1, creates the topics, prints the bootstrap address (also written to
 `workdir`/bootstrap.txt) and serves until Ctrl-C (SIGINT) or SIGTERM. Then, as the broker
-side of the audit, it reads every topic back from the beginning (through a consumer, until
-3 s of silence: what a console consumer shows) into `workdir`/broker/<topic>.jsonl, the
-canonical broker rows, and stops. The mock cluster keeps the log in memory only: nothing
-else is left once it stops."""
+side of the audit, it reads every topic back as `delivery-audit snapshot` does (every
+partition up to its end offset, producer ids and transaction markers included) into
+`workdir`/broker/<topic>.jsonl, the canonical broker rows, and stops. The mock cluster
+keeps the log in memory only: nothing else is left once it stops."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def serve(workdir: Path, topics: list[str], partitions: int,
                     pass
             except KeyboardInterrupt:
                 pass
-            echo("reading the topics back (until 3 s of silence) …")
+            echo("reading the topics back (a snapshot up to the end offsets) …")
             counts = {t: dump_topic(cluster.bootstrap, t, workdir / "broker" / f"{t}.jsonl")
                       for t in topics}
     finally:

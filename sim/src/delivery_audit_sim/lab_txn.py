@@ -8,10 +8,11 @@ librdkafka's mock Kafka cluster, consumers in both isolation levels, recorded an
    (its records are sent again, attempt 2, in the next, committed transaction) or 3 (not
    sent again: those messages were never committed); every other one is committed. The
    aborted ones are flushed first, so their records are in the log before the ABORT marker;
-3. dumps the log raw (rawlog: Fetch v4, record batches with their headers), the way
-   kafka-dump-log shows a segment: every data record with `transactional`, the real
-   `pid` and `producer_epoch` of its batch, and every COMMIT/ABORT marker as a control
-   row. Consumers never receive markers; this dump is what shows them;
+3. reads the log as `delivery-audit snapshot` does (delivery_audit.snapshot: Fetch
+   over the Kafka protocol, record batches with their headers), the way kafka-dump-log
+   shows a segment: every data record with `transactional`, the real `pid` and
+   `producer_epoch` of its batch, and every COMMIT/ABORT marker as a control row.
+   Consumers never receive markers; this read is what shows them;
 4. two consumer groups read the topic to its end, one member each: `lab-txn-committed`
    with isolation.level read_committed and `lab-txn-uncommitted` with read_uncommitted,
    recorded (ledger rows carry `isolation`).
@@ -28,6 +29,7 @@ librdkafka's mock Kafka cluster, consumers in both isolation levels, recorded an
 from __future__ import annotations
 
 import gc
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,8 +40,7 @@ from typing import Any
 from delivery_audit.recorders import Recorder
 
 from .lab_audit import audit_recordings, fresh_recordings, recorded_files
-from .lab_broker import MockCluster
-from .rawlog import read_partition
+from .lab_broker import MockCluster, dump_topic
 
 TXN_TOPIC = "lab-payments"
 TRANSACTIONAL_ID = "lab-payments-tx"
@@ -112,36 +113,33 @@ def _produce(bootstrap: str, rec_dir: Path, plan: list[str], per_txn: int,
             raise RuntimeError(f"{left} messages not delivered")
 
 
-def dump_raw(bootstrap: str, rec_dir: Path, partitions: int) -> tuple[int, set[tuple[int, int]]]:
-    """The broker view from the raw log: data rows and control rows. Returns the row count
-    and the (partition, offset) of aborted data records (rule 21: the first marker of the
-    record's pid after it is an ABORT)."""
-    rows = 0
+BROKER_FILE = "broker.broker.jsonl"
+
+
+def aborted_records(rows: list[dict[str, Any]]) -> set[tuple[int, int]]:
+    """The (partition, offset) of aborted data records (rule 21: the first marker of the
+    record's pid after it, in its partition, is an ABORT)."""
     aborted: set[tuple[int, int]] = set()
-    with Recorder(rec_dir, name="broker") as rec:
-        for p in range(partitions):
-            open_by_pid: dict[int, list[int]] = {}
-            for r in read_partition(bootstrap, TXN_TOPIC, p):
-                # the mock writes markers with timestamp 0: no time, rather than 1970
-                ts = r["timestamp"] if r["timestamp"] > 0 else None
-                if r["control"] is not None:
-                    if r["control"] == "abort":
-                        aborted.update((p, o) for o in open_by_pid.get(r["pid"], []))
-                    open_by_pid.pop(r["pid"], None)
-                    rec.write("broker", topic=TXN_TOPIC, partition=p, offset=r["offset"],
-                              timestamp=ts, pid=r["pid"], producer_epoch=r["producer_epoch"],
-                              transactional=True, control=r["control"])
-                else:
-                    if r["transactional"]:
-                        open_by_pid.setdefault(r["pid"], []).append(r["offset"])
-                    seq = next((int(v.decode()) for k, v in r["headers"] if k == "seq"), None)
-                    rec.write("broker", topic=TXN_TOPIC, partition=p, offset=r["offset"],
-                              key=None if r["key"] is None else r["key"].decode(), seq=seq,
-                              timestamp=ts, pid=r["pid"] if r["pid"] >= 0 else None,
-                              producer_epoch=r["producer_epoch"] if r["pid"] >= 0 else None,
-                              batch_sequence=r["sequence"], transactional=r["transactional"])
-                rows += 1
-    return rows, aborted
+    open_by_pid: dict[tuple[int, int], list[int]] = {}
+    for r in sorted(rows, key=lambda r: (r["partition"], r["offset"])):
+        slot = (r["partition"], r["pid"])
+        if r["control"] is not None:
+            if r["control"] == "abort":
+                aborted.update((r["partition"], o) for o in open_by_pid.get(slot, []))
+            open_by_pid.pop(slot, None)
+        elif r["transactional"]:
+            open_by_pid.setdefault(slot, []).append(r["offset"])
+    return aborted
+
+
+def dump_raw(bootstrap: str, rec_dir: Path) -> tuple[int, set[tuple[int, int]]]:
+    """The broker view, data rows and control rows, read as `snapshot` reads the cluster
+    into `rec_dir`/broker.broker.jsonl. Returns the row count and the (partition, offset)
+    of aborted data records."""
+    path = rec_dir / BROKER_FILE
+    rows = dump_topic(bootstrap, TXN_TOPIC, path)
+    with open(path, encoding="utf-8") as fh:
+        return rows, aborted_records([json.loads(line) for line in fh if line.strip()])
 
 
 def _consume(bootstrap: str, rec_dir: Path, group: str, isolation: str,
@@ -203,8 +201,9 @@ def record_transactions(workdir: str | Path, transactions: int = 8, per_txn: int
         _produce(cluster.bootstrap, rec_dir, plan, per_txn, keys)
         echo(f"transactional.id {TRANSACTIONAL_ID}: {len(plan)} transactions of {per_txn} "
              f"records ({', '.join(plan)})")
-        rows, aborted = dump_raw(cluster.bootstrap, rec_dir, 2)
-        echo(f"dumped {rows} log records raw (markers included); {len(aborted)} aborted")
+        rows, aborted = dump_raw(cluster.bootstrap, rec_dir)
+        echo(f"read {rows} log records as a snapshot (markers included); "
+             f"{len(aborted)} aborted")
         threads = [threading.Thread(target=_consume, name=g, args=(
             cluster.bootstrap, rec_dir, g, iso, aborted, notes, idle_s, work_ms))
             for g, iso in GROUPS.items()]
@@ -213,7 +212,7 @@ def record_transactions(workdir: str | Path, transactions: int = 8, per_txn: int
         for t in threads:
             t.join(timeout=60)
         echo("consumers finished: " + "; ".join(notes))
-    files = recorded_files(rec_dir, "broker.broker.jsonl")
+    files = recorded_files(rec_dir, BROKER_FILE)
     return TxnRecording(workdir, files, started, datetime.now(UTC), plan, aborted, notes)
 
 
@@ -253,5 +252,6 @@ def summary(report: dict[str, Any]) -> str:
 
 
 __all__ = ["GROUPS", "TRANSACTIONAL_ID", "TXN_TOPIC", "TxnLabResult", "TxnRecording",
-           "audit_config", "audit_transactions", "dump_raw", "record_transactions",
+           "aborted_records", "audit_config", "audit_transactions", "dump_raw",
+           "record_transactions",
            "run_transactions_lab", "summary", "transaction_plan"]
