@@ -203,7 +203,7 @@ def _format_lines(path: str, w: RowWriter, opts: Options, fmt: Format) -> None:
                 if not line.strip():
                     w.skip(n, "blank")
                     continue
-                w.error(n, f"does not match the kcat format {fmt.text!r}", line)
+                w.error(n, f"does not match the kcat format '{fmt.text}'", line)
                 continue
             pending.append((n, line))
             values.update({k: v for k, v in m.groupdict().items() if v is not None})
@@ -225,9 +225,9 @@ def convert_file(path: str, origin: str, source: str, w: RowWriter, opts: Option
     fmt = parse_format(text) if text else None  # before any line is read
     if fmt is not None:
         if "topic" not in fmt.fields and not opts.topic:
-            raise InputError(f"kcat format {text!r} has no %t: set adapters.topic")
+            raise InputError(f"kcat format '{text}' has no %t: set adapters.topic")
         if "partition" not in fmt.fields and opts.partition is None:
-            raise InputError(f"kcat format {text!r} has no %p: set adapters.partition")
+            raise InputError(f"kcat format '{text}' has no %p: set adapters.partition")
         _format_lines(path, w, opts, fmt)
         return
     for n, line in open_lines(path, w):

@@ -101,9 +101,9 @@ def _tokens(fmt: str) -> list[tuple[str, str]]:
         elif code in FIELDS:
             out.append(("field", FIELDS[code]))
         elif not code:
-            raise InputError(f"kcat format {fmt!r}: ends with a lone %")
+            raise InputError(f"kcat format '{fmt}': ends with a lone %")
         else:
-            raise InputError(f"kcat format {fmt!r}: %{code} is not a text field kcat prints "
+            raise InputError(f"kcat format '{fmt}': %{code} is not a text field kcat prints "
                              f"(one of {', '.join('%' + c for c in FIELDS)})")
         rest = rest[at + 2:]
     return out
@@ -154,7 +154,7 @@ def parse_format(fmt: str) -> Format:
         patterns.append(LinePattern(re.compile("".join(regex) or r"[ \t]*"), tuple(names)))
     parsed = Format(fmt, tuple(patterns))
     if "offset" not in parsed.fields:
-        raise InputError(f"kcat format {fmt!r} has no %o: a record without its offset "
+        raise InputError(f"kcat format '{fmt}' has no %o: a record without its offset "
                          "cannot be placed (print it with -f '… %o …')")
     return parsed
 
