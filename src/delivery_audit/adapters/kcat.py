@@ -21,10 +21,12 @@ the text matched means a separator inside the key or payload: an error row. With
 the topic is ``adapters.topic``, without ``%p`` the partition ``adapters.partition``.
 
 Key and seq as in every broker adapter: the seq by ``adapters.seq`` from the payload or,
-with ``from: header``, the named header. kcat shows neither producer ids nor transaction
-markers: the rows carry none. kcat's own lines are skipped: ``% Reached end of topic …``,
-``% Auto-selecting Consumer mode``, ``% ERROR: …`` (kind ``tool_message``, errors counted as
-``kcat_errors``) and librdkafka's ``%7|…|`` log lines (``tool_log_line``).
+with ``from: header``, the named header; without ``adapters.seq``, a record's ``seq`` header
+(the recorders' convention, what ``snapshot`` reads) when it has one, else the payload.
+kcat shows neither producer ids nor transaction markers: the rows carry none. kcat's own
+lines are skipped: ``% Reached end of topic …``, ``% Auto-selecting Consumer mode``,
+``% ERROR: …`` (kind ``tool_message``, errors counted as ``kcat_errors``) and librdkafka's
+``%7|…|`` log lines (``tool_log_line``).
 """
 
 from __future__ import annotations
@@ -34,15 +36,25 @@ import re
 from typing import Any
 
 from ..errors import InputError
+from ..recorders.writer import SEQ_HEADER
 from .kcat_format import Format, parse_format
 from .lines import as_int, json_object, open_lines
-from .options import Options, extract_seq
+from .options import Options, SeqRule, extract_seq
 from .writer import RowWriter
 
 SOURCES = ("broker",)
 _LOG_LINE = re.compile(r"^\s*%\d\|")  # librdkafka's log line: %7|<epoch>|FAC|…
 _MESSAGE = re.compile(r"^\s*% ")
 _ERROR = re.compile(r"^\s*% (?:ERROR|FATAL)\b")
+_HEADER_SEQ = SeqRule("header", SEQ_HEADER)
+
+
+def record_seq(payload: str | None, headers: dict[str, str | None], opts: Options) -> int | None:
+    """The seq by ``adapters.seq`` when the config sets it; else, as the snapshot reads a
+    record, the ``seq`` header (the recorders' convention) when there is one, else the
+    payload's trailing number (adapters.seq's default)."""
+    rule = opts.seq if "seq" in opts.raw or SEQ_HEADER not in headers else _HEADER_SEQ
+    return extract_seq(payload, rule, headers)  # type: ignore[arg-type]  # None values
 
 
 def format_option(opts: Options) -> str | None:
@@ -113,7 +125,7 @@ def _envelope(n: int, line: str, w: RowWriter, opts: Options) -> None:
     if obj.get("payload_error") is not None:
         w.count("kcat_payload_errors")
     ts = as_int(obj.get("ts")) if obj.get("tstype") not in (None, "unknown") else None
-    seq = extract_seq(_text(obj.get("payload")), opts.seq, _headers(obj.get("headers")))
+    seq = record_seq(_text(obj.get("payload")), _headers(obj.get("headers")), opts)
     w.row(n, topic=topic, partition=partition, offset=offset, key=_text(obj.get("key")),
           seq=seq, timestamp=ts if ts is not None and ts >= 0 else None,
           producer_id=opts.producer_id)
@@ -163,7 +175,7 @@ def _format_row(first: int, raw: str, values: dict[str, str], w: RowWriter,
             headers.setdefault(name, None if v == "NULL" else v)
     ts = int(values["timestamp"]) if "timestamp" in values else None
     w.row(first, topic=values.get("topic") or opts.topic, partition=partition, offset=offset,
-          key=key, seq=extract_seq(payload, opts.seq, headers),
+          key=key, seq=record_seq(payload, headers, opts),
           timestamp=ts if ts is not None and ts >= 0 else None, producer_id=opts.producer_id)
 
 
