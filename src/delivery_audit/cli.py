@@ -17,6 +17,7 @@ from rich.table import Table
 
 from .adapters.convert_command import UsageError, build_config, parse_options, run_convert
 from .adapters.convert_command import render as render_conversion
+from .adapters.registry import ADAPTERS, AUTO
 from .core.window import parse_instant
 from .explain.answering import explain as tell
 from .explain.printing import render as render_story
@@ -40,6 +41,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   pretty_exceptions_show_locals=False,
                   help="Prove from logs whether a Kafka system kept its delivery promises.")
 EXIT_PUBLISH = 4
+#: the formats --format takes, for the help texts: the adapters from their one registry
+ADAPTER_CHOICES = ", ".join([AUTO, *ADAPTERS])
+CANONICAL_CHOICES = "jsonl, csv, parquet"  # ingest/files.FORMATS (importing it loads Spark)
 console = Console(stderr=False)
 err = Console(stderr=True)
 
@@ -98,7 +102,9 @@ def run(
                      ] = None,
     config: Annotated[Path | None, typer.Option(help="audit config, YAML or JSON")] = None,
     fmt: Annotated[list[str] | None, typer.Option(
-        "--format", help="SOURCE=FORMAT, e.g. broker=csv (default: from the file names)")] = None,
+        "--format", help="SOURCE=FORMAT, e.g. broker=csv (default: from the file names); "
+                         f"FORMAT is {CANONICAL_CHOICES} or an adapter: {ADAPTER_CHOICES}")
+                            ] = None,
     topic: Annotated[list[str] | None, typer.Option(help="audit only this topic (repeatable)")
                      ] = None,
     group: Annotated[list[str] | None, typer.Option(help="judge only this group (repeatable)")
@@ -204,13 +210,15 @@ def explain(
 @app.command()
 def convert(
     files: Annotated[list[Path], typer.Argument(help="input files (tool output, logs)")],
-    fmt: Annotated[str, typer.Option("--format", help="an adapter format, or auto (sniffed "
-                                                       "from each file's first lines)")],
+    fmt: Annotated[str, typer.Option("--format", help=f"an adapter format: {ADAPTER_CHOICES} "
+                                                       "(auto: sniffed from each file's first "
+                                                       "lines)")],
     source: Annotated[str, typer.Option(help="the source they feed: sends, broker, ledger "
                                              "or events")],
     out: Annotated[Path, typer.Option(help="directory for the canonical JSON Lines")],
     option: Annotated[list[str] | None, typer.Option(
-        help="adapters.KEY=VALUE (JSON values; dotted keys: seq.from=header)")] = None,
+        help="adapters.KEY=VALUE (JSON values; dotted keys: seq.from=header; kcat -f "
+             "output: format='%t %p %o %k %s\\n')")] = None,
     config: Annotated[Path | None, typer.Option(help="audit config (its adapters:)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON")
                         ] = False,

@@ -15,6 +15,7 @@ from . import (
     console_consumer,
     coordinator_log,
     dump_log,
+    kcat,
     librdkafka_log,
     mapping,
     verifiable_consumer,
@@ -30,6 +31,7 @@ ADAPTERS: dict[str, ModuleType] = {
     "kafka-verifiable-consumer": verifiable_consumer,
     "kafka-dump-log": dump_log,
     "kafka-console-consumer": console_consumer,
+    "kcat": kcat,  # kcat -C -J envelopes, or -f output with adapters.format
     "client-log": client_log,  # Java client / Spring Kafka / kafka-python consumer logs
     "coordinator-log": coordinator_log,  # broker GroupCoordinator server.log
     "librdkafka-log": librdkafka_log,  # librdkafka (confluent-kafka-*, rust-rdkafka) logs

@@ -4,7 +4,8 @@ The first :data:`SNIFF_LINES` lines (framed as the text-log adapters frame them,
 container prefixes, JSON-structured logs and CSV exports do not hide the wording) are
 matched against what each format prints: the verifiable producer's and consumer's JSON
 ``name`` fields, kafka-dump-log's ``Dumping …``/``baseOffset:`` lines, librdkafka's
-``%7|<epoch>|CGRP|`` lines, the broker's coordinator wordings (``GroupCoordinator``,
+``%7|<epoch>|CGRP|`` lines, kcat ``-J``'s JSON envelopes (``topic``, ``partition``,
+``offset``, ``key``, ``payload``), the broker's coordinator wordings (``GroupCoordinator``,
 ``GroupMetadataManager``, the 4.x coordinator's ``[Group G]``) against the client's
 (``[Consumer clientId=``, ``ConsumerCoordinator``, kafka-python's
 ``kafka.coordinator.consumer``, Spring's listener container), and the console consumer's
@@ -29,6 +30,7 @@ from .registry import ADAPTERS
 SNIFF_LINES = 200
 LIBRDKAFKA = "librdkafka"  # the adapter's name, when this version has one
 
+KCAT_ENVELOPE = ("topic", "partition", "offset", "key", "payload")  # kcat -J (kcat.py)
 _PRODUCER_NAMES = {"producer_send_success", "producer_send_error", "tool_data"}
 _CONSUMER_NAMES = {"records_consumed", "record_data", "partitions_assigned",
                    "partitions_revoked", "offsets_committed"}
@@ -100,7 +102,7 @@ def sniff(path: str, origin: str | None = None,
         raise UnreadableInput(f"{name}: cannot be read: {type(exc).__name__}: {exc}") from exc
     if not head:
         raise SniffError(f"{name}: empty, its format cannot be told; give --format")
-    counts = {"producer": 0, "consumer": 0, "dump": 0, "rdkafka": 0, "coordinator": 0,
+    counts = {"producer": 0, "consumer": 0, "kcat": 0, "dump": 0, "rdkafka": 0, "coordinator": 0,
               "client": 0, "console": 0, "json": 0, "logfmt": 0, "text": 0}
     examples: dict[str, str] = {}
     layout = csv_layout(head[0])
@@ -116,6 +118,9 @@ def sniff(path: str, origin: str | None = None,
                 obj = json.loads(raw)
             except (json.JSONDecodeError, ValueError, RecursionError):
                 obj = None
+            if isinstance(obj, dict) and all(f in obj for f in KCAT_ENVELOPE):
+                hit("kcat", f"kcat -J envelopes ({raw[:40]!r}, line {i + 1})")
+                continue
             if isinstance(obj, dict) and isinstance(obj.get("name"), str):
                 if obj["name"] in _PRODUCER_NAMES:
                     hit("producer", f'"name": "{obj["name"]}" (line {i + 1})')
@@ -153,6 +158,7 @@ def sniff(path: str, origin: str | None = None,
     framing = " (a CSV export)" if layout is not None else ""
     for kind, fmt in (("producer", "kafka-verifiable-producer"),
                       ("consumer", "kafka-verifiable-consumer"),
+                      ("kcat", "kcat"),
                       ("dump", "kafka-dump-log")):
         if counts[kind]:
             return Sniffed(fmt, f"{counts[kind]} line(s) like {examples[kind]}")
