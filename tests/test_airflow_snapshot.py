@@ -22,8 +22,6 @@ from pathlib import Path
 
 import pytest
 from airflow_helpers import airflow_env, dags_test, task_logs, task_states
-from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
-
 from delivery_audit_airflow import aws, uris  # noqa: E402
 from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
     SnapshotConfigError,
@@ -33,6 +31,7 @@ from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
 )
 from delivery_audit_airflow.plan import PlanError, build_plan, job_args  # noqa: E402
 from delivery_audit_airflow.settings import Settings  # noqa: E402
+from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 from delivery_audit.anomalies import ANOMALY_NAMES  # noqa: E402
 
@@ -135,8 +134,8 @@ def _staged(root: Path, partitions: dict[str, str]) -> Path:
     return out
 
 
-def test_a_rerun_replaces_the_snapshot_folder_locally_and_on_s3(tmp_path, s3_endpoint,
-                                                                monkeypatch):  # noqa: F811
+def test_a_rerun_replaces_the_snapshot_folder_locally_and_on_s3(
+        tmp_path, s3_endpoint, monkeypatch):  # noqa: F811
     import boto3
 
     target = tmp_path / "lake" / "snapshot" / "dt=2026-11-19" / WID

@@ -387,7 +387,8 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
     """Build the audit task group in the current DAG context and return it. ``py_files``:
     what reconcile ships with --py-files; by default, on a cluster master, a zip of the
     installed delivery_audit built for each run."""
-    with TaskGroup(group_id=group_id, tooltip="resolve → wait → snapshot → reconcile → check → alert") as tg:
+    with TaskGroup(group_id=group_id,
+                   tooltip="resolve → wait → snapshot → reconcile → check → alert") as tg:
         plan = resolve_window()
         ready = wait_for_inputs(plan)
         reconcile = AuditSparkSubmitOperator(
