@@ -2,7 +2,8 @@
 
     spark-submit [--master spark://HOST:PORT --py-files delivery_audit.zip] jobs/reconcile.py
         --sends GLOB --broker GLOB --ledger GLOB [--events GLOB]
-        --start ISO --end ISO [--grace 60m] [--config FILE] --out DIR_OR_URI [--stage all]
+        --start ISO --end ISO [--grace 60m] [--config FILE] [--offsets FILE]
+        --out DIR_OR_URI [--stage all]
 
 The arguments are those of `delivery-audit run` (parsed here; the job calls the engine's
 entry point, delivery_audit.audit.run_audit, not the CLI); the Spark master comes from
@@ -86,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="report root: a directory or s3://bucket/…")
     p.add_argument("--grace", help="late-read grace, e.g. 60m (default: the config's, 60m)")
     p.add_argument("--config", help="audit config, YAML or JSON")
+    p.add_argument("--offsets", help="a live read's offsets.json (contract rule 26)")
     p.add_argument("--format", action="append", default=[], dest="formats",
                    metavar="SOURCE=FORMAT")
     p.add_argument("--topic", action="append", default=[], dest="topics")
@@ -114,7 +116,8 @@ def main(argv: list[str]) -> int:
                             events=args.events, start=args.start, end=args.end, out=args.out,
                             grace=args.grace, config=args.config, formats=args.formats,
                             topics=args.topics, groups=args.groups, notify=args.notify,
-                            master=args.master, remote=args.spark_remote)
+                            master=args.master, remote=args.spark_remote,
+                            offsets=args.offsets)
     except ValueError as exc:
         print(f"error: {redact_text(exc)}", file=sys.stderr)
         return 1

@@ -39,7 +39,8 @@ def request_fields(plan: dict[str, Any]) -> dict[str, Any]:
             "events": [src["events"]] if src.get("events") else [],
             "start": w["start"], "end": w["end"], "grace": float(w["grace_minutes"]),
             "config": plan.get("config_file"), "topics": list(plan.get("topics") or []),
-            "groups": list(plan.get("groups") or []), "out": plan["out"], "notify": False}
+            "groups": list(plan.get("groups") or []), "out": plan["out"], "notify": False,
+            "offsets": plan.get("offsets")}  # a snapshot's offsets file (rule 26), if any
 
 
 @contextlib.contextmanager

@@ -283,6 +283,8 @@ def job_args(plan: dict[str, Any], config_path: str | None,
         args += ["--offsets", plan["offsets"]]
     if config_path:
         args += ["--config", config_path]
+    if plan.get("offsets"):  # a snapshot's offsets file (contract rule 26)
+        args += ["--offsets", plan["offsets"]]
     for topic in plan.get("topics") or []:
         args += ["--topic", topic]
     for group in plan.get("groups") or []:

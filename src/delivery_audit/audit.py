@@ -40,6 +40,7 @@ from .detection import detect
 from .detection.facts import facts_from
 from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, resolve
 from .ingest.files import local_size
+from .ingest.offsets import OffsetsFile, read_offsets
 from .notify import notifier_from_config
 from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
 from .quality import prepare_in_background, validate_inputs, validate_results, write_results
@@ -234,12 +235,14 @@ def state_rows(written: Any, facts: Any) -> list[dict[str, Any]]:
 
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
               ingestion: Ingestion, frames: dict[str, DataFrame], run_id: str,
-              started: datetime) -> Reconciled:
+              started: datetime, offsets: OffsetsFile | None = None) -> Reconciled:
     """Detect every anomaly and state, with the report's small tables (counts, insights,
-    rebalance events) in the same Spark job: the report's first parts."""
+    rebalance events) in the same Spark job: the report's first parts (``offsets``: a live
+    read's offsets file, rule 26)."""
     config = req.audited_config
     ingested = ingestion.sources
-    facts = facts_from(ingestion.facts, config, req.topics)
+    until = req.window.read_until
+    facts = facts_from(ingestion.facts, config, req.topics, offsets and offsets.stated(until))
     with stages.stage("detect"):
         detection = detect(spark, frames, req.window, config, facts)
         # the report's small tables of the anomaly rows and the events, in the same job
@@ -269,7 +272,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                     "groups": {g.group_id: g.settings for g in config.groups},
                     "transaction_timeout_ms": config.transaction_timeout_ms,
                     "latency_sla_ms": config.latency_sla_ms},
-            inputs=_inputs_summary(ingested)),
+            inputs=_inputs_summary(ingested),
+            offsets_file=offsets and offsets.report_section(until)),
         detected=Detected(
             judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
             state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),
@@ -288,14 +292,15 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     key = pseudonym_key() if req.config.pseudonymise else None
     config = req.audited_config
 
-    # extract
+    # extract (the offsets file first: a bad one fails the run before any Spark job)
+    offsets = read_offsets(req.offsets, work / "offsets") if req.offsets else None
     ingestion = extract(spark, req, stages, work)
     ingested = ingestion.sources
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)
     # transform
-    rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started)
+    rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started, offsets)
     with stages.stage("validate_inputs"):
         input_validation = validate_inputs(rec.input_metrics, req.window, config,
                                            topics=req.topics or None)

@@ -111,6 +111,10 @@ def run(
     notify: Annotated[bool, typer.Option(help="alert on warn/fail through the configured "
                                               "notifier (orchestrators alert themselves)")
                       ] = True,
+    offsets: Annotated[str | None, typer.Option(
+        help="a live read's offsets.json (delivery-audit snapshot; path or s3:// URI): dump "
+             "ranges from its read ranges, retention from its log starts, its committed "
+             "offsets shown (contract rule 26)")] = None,
 ) -> None:
     """Audit one window: join sends, broker dump and ledgers, report every anomaly."""
     from .audit import AuditFailed, build_request, run_audit  # PySpark: `run` only (above)
@@ -119,7 +123,8 @@ def run(
         req = build_request(sends=sends, broker=broker, ledger=ledger, events=events,
                             start=start, end=end, out=out, grace=grace, config=config,
                             formats=fmt or [], topics=topic or [], groups=group or [],
-                            notify=notify, master=master, remote=spark_remote)
+                            notify=notify, master=master, remote=spark_remote,
+                            offsets=offsets)
     except ValueError as exc:
         _fail(str(exc))
     try:

@@ -2,9 +2,14 @@
 the driver holds and the plan carries as literals (no broadcast job, no join).
 
 * ``ranges`` — each (topic, partition)'s dump range [log start, end) (rule 7: the broker's
-  lowest and highest + 1 offsets, unless the config states it);
+  lowest and highest + 1 offsets, unless the config states it; with an offsets file, rule
+  26, the read range [read_from, read_to) where the config does not);
+* ``log_starts`` — with an offsets file, each partition's ``log_start`` where the config
+  states no range (rule 26: an acked offset below it is expired, one in [log_start,
+  read_from) pending); elsewhere the range's start is the log start;
 * ``reach`` — per (group, topic, partition) the highest offset the group attempted or
-  committed (rule 12: it went past offset o when reach > o);
+  committed (rule 12: it went past offset o when reach > o; an offsets file's committed
+  offsets count like commit events when taken before end + grace, rule 26);
 * ``topics_of`` — the topics each judged group consumes (rule 9), and ``group_ids``;
 * ``rows_without_seq`` / ``skipped_rows`` — ledger rows of judged groups that need the broker
   record at their offset: rule 10's resolution and rule 12's "recorded outcome skipped on
@@ -29,6 +34,17 @@ from ..config import AuditConfig
 
 
 @dataclass(frozen=True)
+class StatedOffsets:
+    """What an offsets file states for detection (rule 26; ingest/offsets.py reads it):
+    per (topic, partition) the read range and the log start; per (group, topic, partition)
+    the committed offsets that count for rule 12 (none when taken at or after end + grace)."""
+
+    read_ranges: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    log_starts: dict[tuple[str, int], int] = field(default_factory=dict)
+    committed: dict[tuple[str, str, int], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Facts:
     ranges: dict[tuple[str, int], tuple[int, int]]
     reach: dict[tuple[str, str, int], int]
@@ -39,6 +55,13 @@ class Facts:
     topics: tuple[str, ...] = field(default=())  # every topic of sends and broker
     last_ts: dict[tuple[str, int], int] = field(default_factory=dict)
     txn_partitions: frozenset[tuple[str, int]] = frozenset()
+    log_starts: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def log_start(self, topic: str, partition: int) -> int | None:
+        """The partition's log start (rule 11's "below the log start"): the offsets file's,
+        else the dump range's start; None for a partition absent from both."""
+        start = self.log_starts.get((topic, partition))
+        return start if start is not None else self.ranges.get((topic, partition), (None,))[0]
 
     @property
     def transactional(self) -> bool:
@@ -63,6 +86,7 @@ class Facts:
             topics_of={g: tuple(t for t in ts if t in keep) for g, ts in self.topics_of.items()},
             topics=tuple(t for t in self.topics if t in keep),
             last_ts={k: v for k, v in self.last_ts.items() if k[0] in keep},
+            log_starts={k: v for k, v in self.log_starts.items() if k[0] in keep},
             txn_partitions=frozenset(k for k in self.txn_partitions if k[0] in keep))
 
 
@@ -97,9 +121,10 @@ def fact_tables(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
 
 
 def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
-               topics: list[str] | None = None) -> Facts:
+               topics: list[str] | None = None, stated: StatedOffsets | None = None) -> Facts:
     """The facts from the collected :func:`fact_tables`, for the judged groups of the config
-    (rule 9) and, when given, only these topics."""
+    (rule 9) and, when given, only these topics; ``stated``: an offsets file's (rule 26)."""
+    stated = stated or StatedOffsets()
     if config.groups:
         group_ids = sorted(g.group_id for g in config.groups)
     else:
@@ -120,27 +145,33 @@ def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
         reach[k] = max(reach.get(k, -1), int(r["reach"]))
         no_seq += int(r["no_seq"])
         skipped += int(r["skipped"])
-    for r in collected.get("facts:commits", []):
-        if r["group_id"] in judged:
-            k = (r["group_id"], r["topic"], int(r["partition"]))
-            reach[k] = max(reach.get(k, -1), int(r["reach"]))
+    commits = [((r["group_id"], r["topic"], int(r["partition"])), int(r["reach"]))
+               for r in collected.get("facts:commits", [])]
+    for k, o in [*commits, *stated.committed.items()]:  # a committed offset: a commit
+        if k[0] in judged:
+            reach[k] = max(reach.get(k, -1), o)
     ranges = {(r["topic"], int(r["partition"])): (int(r["lo"]), int(r["hi"]) + 1)
               for r in collected.get("facts:ranges", [])}
     last_ts = {(r["topic"], int(r["partition"])): int(r["last_ms"])
                for r in collected.get("facts:ranges", []) if r.get("last_ms") is not None}
     txn_partitions = frozenset((r["topic"], int(r["partition"]))
                                for r in collected.get("facts:ranges", []) if r.get("txn"))
-    for d in config.dump_ranges:  # a stated range wins (rule 7)
+    ranges.update(stated.read_ranges)  # the offsets read (rule 26)
+    log_starts = dict(stated.log_starts)
+    for d in config.dump_ranges:  # a stated range wins (rules 7 and 26), its log start too
         ranges[(d.topic, d.partition)] = (d.log_start_offset, d.end_offset)
+        log_starts.pop((d.topic, d.partition), None)
     seen = sorted({r["topic"] for s in ("sends", "broker")
                    for r in collected.get(f"facts:topics:{s}", [])})
     facts = Facts(ranges=ranges, reach=reach,
                   topics_of={g: tuple(sorted(ts)) for g, ts in topics_of.items()},
                   group_ids=tuple(group_ids), rows_without_seq=no_seq, skipped_rows=skipped,
-                  topics=tuple(seen), last_ts=last_ts, txn_partitions=txn_partitions)
+                  topics=tuple(seen), last_ts=last_ts, txn_partitions=txn_partitions,
+                  log_starts=log_starts)
     return facts.scoped(topics or [])
 
 
-def compute_facts(frames: dict[str, DataFrame], config: AuditConfig) -> Facts:
+def compute_facts(frames: dict[str, DataFrame], config: AuditConfig,
+                  stated: StatedOffsets | None = None) -> Facts:
     """The facts of plain frames, in one Spark action."""
-    return facts_from(collect_all(fact_tables(frames)), config)
+    return facts_from(collect_all(fact_tables(frames)), config, stated=stated)

@@ -57,6 +57,7 @@ class IngestionSummary:
     window: dict[str, Any]
     config: dict[str, Any]
     inputs: dict[str, Any]  # per source: rows read/valid/quarantined…, files, bytes
+    offsets_file: dict[str, Any] | None = None  # `run --offsets`: the file's offsets (rule 26)
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,8 @@ def assemble(parts: ReportParts) -> dict[str, Any]:
         "transactions": list(d.transactions),
         "latency_sla": build_latency_sla(d.group_ids, d.sla_ms, anomalies),
     }
+    if parts.ingestion.offsets_file is not None:  # only with an offsets file (rule 26)
+        report["offsets_file"] = parts.ingestion.offsets_file
     later = {
         "input_validation": None if parts.input_validation is None else
         {s: v.as_dict() for s, v in parts.input_validation.items()},

@@ -39,10 +39,15 @@ def _aligned(df: DataFrame, side: int, columns: dict[str, str], given: dict[str,
 
 
 def send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
+    """The send rows, each acked one with whether its offset lies inside the dump range
+    (``inside``) or below the partition's log start (``below``: rule 11; with an offsets
+    file the log start is its ``log_start``, rule 26, and an offset in [log_start,
+    read_from) is neither)."""
     ranges = S.map_literal(
-        [(S.struct(t=t, p=p), S.struct(lo=S.lit(lo).cast("bigint"), hi=S.lit(hi).cast("bigint")))
+        [(S.struct(t=t, p=p), S.struct(lo=S.lit(lo).cast("bigint"), hi=S.lit(hi).cast("bigint"),
+                                       start=S.lit(facts.log_start(t, p)).cast("bigint")))
          for (t, p), (lo, hi) in sorted(facts.ranges.items())],
-        "map<struct<t:string,p:int>,struct<lo:bigint,hi:bigint>>")
+        "map<struct<t:string,p:int>,struct<lo:bigint,hi:bigint,start:bigint>>")
     r = S.fn("element_at", ranges, S.raw("named_struct('t', topic, 'p', partition)"))
     acked = S.col("status") == "acked"
     return _aligned(sends, SEND, _SB, {
@@ -52,7 +57,7 @@ def send_rows(sends: DataFrame, facts: Facts) -> DataFrame:
         "producer_id": S.col("producer_id"), "error": S.col("error"),
         "inside": acked & (S.col("offset") >= S.raw(f"{r.sql}.lo"))
         & (S.col("offset") < S.raw(f"{r.sql}.hi")),
-        "below": acked & (S.col("offset") < S.raw(f"{r.sql}.lo")),
+        "below": acked & (S.col("offset") < S.raw(f"{r.sql}.start")),
     })
 
 
