@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from airflow_helpers import airflow_env, dags_test, task_logs, task_states
 from delivery_audit_airflow import aws, uris  # noqa: E402
+from delivery_audit_airflow.connect import request_fields  # noqa: E402
 from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
     SnapshotConfigError,
     client_config,
@@ -69,6 +70,10 @@ def test_the_snapshot_param_plans_a_read_of_the_window_plus_grace_that_reconcile
     assert args[args.index("--broker") + 1] == f"{folder}/broker/*"
     assert args[args.index("--offsets") + 1] == f"{folder}/offsets.json"
     assert plan["sources"]["sends"] == "/lake/sends/dt=*/*.jsonl*"  # the others unchanged
+    # the Connect path (spark_connect_conn_id) audits the same snapshot
+    fields = request_fields(plan)
+    assert fields["broker"] == [f"{folder}/broker/*"]
+    assert fields["offsets"] == f"{folder}/offsets.json"
     json.dumps(plan)  # XCom: JSON, and no client config in it
     assert "bootstrap" not in json.dumps(plan)
 

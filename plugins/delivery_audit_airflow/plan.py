@@ -279,8 +279,6 @@ def job_args(plan: dict[str, Any], config_path: str | None,
         args += ["--events", src["events"]]
     w = plan["window"]
     args += ["--start", w["start"], "--end", w["end"], "--grace", grace_arg(w["grace_minutes"])]
-    if plan.get("offsets"):  # the snapshot's offsets file (contract §9.1, rule 26)
-        args += ["--offsets", plan["offsets"]]
     if config_path:
         args += ["--config", config_path]
     if plan.get("offsets"):  # a snapshot's offsets file (contract rule 26)
