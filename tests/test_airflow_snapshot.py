@@ -64,7 +64,7 @@ def test_the_snapshot_param_plans_a_read_of_the_window_plus_grace_that_reconcile
     folder = f"/lake/snapshot/dt=2026-11-19/{WID}"
     assert snap == {"dir": folder, "topics": ["orders", "payments"], "groups": ["billing"],
                     "kafka_conn_id": "kafka_prod", "kafka_conn_from": "run",
-                    "from": "2026-11-19T00:00:00Z", "to": "2026-11-20T00:30:00Z",
+                    "from": None, "to": "2026-11-20T00:30:00Z",
                     "broker": f"{folder}/broker/*", "offsets": f"{folder}/offsets.json"}
     args = job_args(plan, None)
     assert args[args.index("--broker") + 1] == f"{folder}/broker/*"
@@ -76,6 +76,20 @@ def test_the_snapshot_param_plans_a_read_of_the_window_plus_grace_that_reconcile
     assert fields["offsets"] == f"{folder}/offsets.json"
     json.dumps(plan)  # XCom: JSON, and no client config in it
     assert "bootstrap" not in json.dumps(plan)
+
+
+def test_the_snapshot_reads_what_the_job_reads_of_the_broker_side(tmp_path):
+    """Contract rule 6: up to end + grace (the config's grace wins over the Variable's), from
+    the log start unless the audit config's lookback_minutes bounds the read."""
+    config = tmp_path / "audit.yaml"
+    config.write_text("grace_minutes: 90\nlookback_minutes: 120\n")
+    snap = _plan({"snapshot": True, "snapshot_topics": ["orders"]}, grace="30m",
+                 config_file=str(config))["snapshot"]
+    assert (snap["from"], snap["to"]) == ("2026-11-18T22:00:00Z", "2026-11-20T01:30:00Z")
+    # the backfill's own grace_minutes beats the config's
+    snap = _plan({"snapshot": True, "snapshot_topics": ["orders"]},
+                 request={"grace_minutes": 5.0}, config_file=str(config))["snapshot"]
+    assert snap["to"] == "2026-11-20T00:05:00Z"
 
 
 def test_snapshot_settings_precedence_and_refusals():

@@ -246,7 +246,7 @@ def resolve_window() -> dict[str, Any]:
     print("snapshot: off" if not snap else
           f"snapshot: on, topics {', '.join(snap['topics'])} through Kafka Connection "
           f"{snap['kafka_conn_id']!r} (from the {snap['kafka_conn_from']}), read "
-          f"{snap['from']} → {snap['to']}, into {snap['dir']}")
+          f"{snap['from'] or 'the log start'} → {snap['to']}, into {snap['dir']}")
     return plan
 
 

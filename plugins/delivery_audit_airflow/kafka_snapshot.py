@@ -8,8 +8,9 @@ Kafka provider's Connection (conn type ``kafka``; its extra is the client config
   once, no retry).
 * The read is the engine's ``delivery_audit.snapshot.take_snapshot`` (Fetch over the Kafka
   protocol: data rows with their producer ids, transaction markers as control rows, and
-  ``offsets.json``), from the window's start to its end + grace (the plan's
-  ``snapshot.from``/``to``).
+  ``offsets.json``), up to the window's end + grace, from the log start or, with the audit
+  config's ``lookback_minutes``, from the window's start minus it (the plan's
+  ``snapshot.from``/``to``: what the job reads of the broker side, contract rule 6).
 * It is staged and then replaces the plan's ``snapshot.dir`` as a whole (local folder or
   ``s3://`` through the plan's AWS Connection), so a rerun of the window writes the same
   folder again. ``offsets.json`` is written last.
@@ -147,7 +148,8 @@ def run_snapshot(plan: dict[str, Any], log: Callable[[str], None] = print,
     log(f"snapshot of {', '.join(f'{t} ({n} partitions)' for t, n in partitions.items())}"
         f" through Connection {conn_id!r} (from the {snap['kafka_conn_from']}): bootstrap "
         f"{bootstrap}, {describe_config(config)}; groups "
-        f"{', '.join(snap['groups']) or 'none'}; from {snap['from']} to {snap['to']} → "
+        f"{', '.join(snap['groups']) or 'none'}; from "
+        f"{snap.get('from') or 'the log start'} to {snap['to']} → "
         f"{snap['dir']}")
     for note in notes:
         log(f"not passed to the snapshot's client: {note}")
@@ -157,7 +159,7 @@ def run_snapshot(plan: dict[str, Any], log: Callable[[str], None] = print,
         out = Path(staging) / "snapshot"
         request = SnapshotRequest(bootstrap_servers=bootstrap, topics=tuple(snap["topics"]),
                                   out=str(out), groups=tuple(snap["groups"]),
-                                  client_config=config, start=instant(snap["from"]),
+                                  client_config=config, start=instant(snap.get("from")),
                                   end=instant(snap["to"]))
         result = (take or take_snapshot)(request)
         written = replace_folder(out, target, uris.on(plan.get("aws_conn_id")))

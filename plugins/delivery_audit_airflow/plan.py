@@ -141,16 +141,18 @@ def resolve_aws_conn(param: Any, settings: Settings) -> tuple[str, str]:
 
 
 def resolve_snapshot(params: dict[str, Any], settings: Settings, request: dict[str, Any],
-                     window: AuditWindow, grace_minutes: float,
-                     dates: dict[str, str]) -> dict[str, Any] | None:
+                     window: AuditWindow, grace_minutes: float, dates: dict[str, str],
+                     lookback_minutes: float | None = None) -> dict[str, Any] | None:
     """The snapshot task's part of the plan, or None when the run takes none.
 
     On: the run's ``snapshot`` Param, else the Variable's ``snapshot`` (default false).
     Topics and groups: the run's ``snapshot_topics``/``snapshot_groups`` Params, else the
     backfill's ``topics``/``groups``, else the Variable's; topics are required. The Kafka
     Connection: the ``kafka_conn_id`` Param, else the Variable's, else kafka_default. The read
-    follows the audit window: from its start to its end + grace, the last instant the job reads
-    of the broker side (contract §3). It lands in the Variable's ``snapshot_dir`` (rendered for
+    covers what the job reads of the broker side (contract rule 6): up to the window's end +
+    grace, and with no lower bound (from each partition's log start: earlier rows are needed to
+    see first sends) unless the audit config's ``lookback_minutes`` bounds it, then from the
+    window's start minus that lookback. It lands in the Variable's ``snapshot_dir`` (rendered for
     the window), which then is the job's broker input and offsets file."""
     on = params.get("snapshot")
     if on in (None, ""):
@@ -178,7 +180,9 @@ def resolve_snapshot(params: dict[str, Any], settings: Settings, request: dict[s
     if folder.startswith(("s3a://", "s3n://")) or ".." in folder.split("/"):
         raise PlanError(f"snapshot_dir {folder!r}: use s3:// or a local folder, without '..'")
     return {"dir": folder, "topics": topics, "groups": groups, "kafka_conn_id": conn,
-            "kafka_conn_from": conn_from, "from": _iso(window.start),
+            "kafka_conn_from": conn_from,
+            "from": (None if lookback_minutes is None
+                     else _iso(window.start - timedelta(minutes=lookback_minutes))),
             "to": _iso(window.end + timedelta(minutes=grace_minutes)),
             "broker": uris.join(folder, "broker", "*"),
             "offsets": uris.join(folder, "offsets.json")}
@@ -208,8 +212,9 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     # the CLI's own precedence (window.resolve_grace): the run's Param > the audit config's
     # grace_minutes > the deployment default (the Variable's "grace"). The plan passes the
     # result as --grace: the wait for end + grace and the job's window agree
+    config_grace_minutes, lookback_minutes = config_windowing(config_file)
     grace_minutes, grace_from = resolve_grace(request.get("grace_minutes"),
-                                              config_grace(config_file), settings.get("grace"))
+                                              config_grace_minutes, settings.get("grace"))
     root = settings.render("report_root")
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
@@ -221,7 +226,8 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     report_dir = uris.join(root, window.relative_dir)
     conn, conn_from = resolve_aws_conn(aws_conn_id, settings)
     spark_connect_conn_id = _conn_id(spark_connect_conn_id, "spark_connect_conn_id")
-    snapshot = resolve_snapshot(params or {}, settings, request, window, grace_minutes, dates)
+    snapshot = resolve_snapshot(params or {}, settings, request, window, grace_minutes, dates,
+                                lookback_minutes)
     if snapshot:  # the job audits the snapshot: its broker rows and its offsets file
         sources["broker"] = snapshot["broker"]
     return {
@@ -253,17 +259,23 @@ def _conf_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def config_grace(path: str | None) -> float | None:
-    """``grace_minutes`` of the audit config file (None: no file, or no grace in it); read
-    as the job reads it (delivery_audit.config.load_config)."""
+def config_windowing(path: str | None) -> tuple[float | None, float | None]:
+    """``grace_minutes`` and ``lookback_minutes`` of the audit config file (None: no file, or
+    not set in it); read as the job reads it (delivery_audit.config.load_config)."""
     if not path:
-        return None
+        return None, None
     from delivery_audit.config import load_config  # task time only, as check_report_root
 
     try:
-        return load_config(path).grace_minutes
+        config = load_config(path)
     except ValueError as exc:  # unreadable or invalid: the job would fail the same way
         raise PlanError(f"audit config (config_file in Variable {VARIABLE}): {exc}") from exc
+    return config.grace_minutes, config.lookback_minutes
+
+
+def config_grace(path: str | None) -> float | None:
+    """``grace_minutes`` of the audit config file (None: no file, or no grace in it)."""
+    return config_windowing(path)[0]
 
 
 def grace_arg(minutes: float) -> str:
