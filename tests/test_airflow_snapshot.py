@@ -32,6 +32,7 @@ from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
 )
 from delivery_audit_airflow.plan import PlanError, build_plan, job_args  # noqa: E402
 from delivery_audit_airflow.settings import Settings  # noqa: E402
+from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 from delivery_audit.anomalies import ANOMALY_NAMES  # noqa: E402
@@ -259,8 +260,8 @@ def _load_the_cluster(bootstrap: str, scratch: Path) -> tuple[set, dict[int, int
 
 
 @pytest.mark.slow
-def test_daily_dag_with_the_snapshot_audits_what_the_test_put_on_the_cluster(cluster,
-                                                                            tmp_path):
+def test_daily_dag_with_the_snapshot_audits_what_the_test_put_on_the_cluster(
+        cluster, connect_server, tmp_path):  # noqa: F811
     """The daily DAG, snapshot Param on, through a ``kafka`` Connection to the mock cluster:
     the snapshot task reads the day's partitions and the group's committed offsets into the
     data root, reconcile audits that snapshot with --offsets, and the report counts what the
@@ -281,16 +282,19 @@ def test_daily_dag_with_the_snapshot_audits_what_the_test_put_on_the_cluster(clu
         folder.mkdir(parents=True)
         shutil.copy(scratch / f"{name}.{source}.jsonl", folder)
 
+    host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
     env = airflow_env(
         settings={"data_root": str(data), "report_root": str(reports), "events": None,
                   "wait_for_grace": False, "notifier": {"type": "log"}},
         extra={"AIRFLOW_CONN_KAFKA_E2E": json.dumps({
             "conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap,
-                                            "security.protocol": "PLAINTEXT"}})})
+                                            "security.protocol": "PLAINTEXT"}}),
+            "AIRFLOW_CONN_SPARK_CONNECT_SNAP": json.dumps({
+                "conn_type": "spark_connect", "host": host, "port": int(port)})})
     t0 = time.monotonic()
     proc = dags_test("delivery_audit_daily", logical, env=env, conf={
         "snapshot": True, "snapshot_topics": [TOPIC], "snapshot_groups": [GROUP],
-        "kafka_conn_id": "kafka_e2e"})
+        "kafka_conn_id": "kafka_e2e", "spark_connect_conn_id": "spark_connect_snap"})
     took = time.monotonic() - t0
     output = proc.stdout + proc.stderr + task_logs("delivery_audit_daily")
     assert proc.returncode == 0, output[-6000:]
