@@ -16,6 +16,7 @@ from rich.table import Table
 
 from .adapters.convert_command import UsageError, build_config, parse_options, run_convert
 from .adapters.convert_command import render as render_conversion
+from .core.window import parse_instant
 from .explain.answering import explain as tell
 from .explain.printing import render as render_story
 from .explain.reading import ExplainError, load
@@ -230,6 +231,54 @@ def convert(
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
         render_conversion(result, console)
+
+
+@app.command()
+def snapshot(
+    bootstrap_servers: Annotated[str, typer.Option(help="the cluster: HOST:PORT[,HOST:PORT…]")],
+    topic: Annotated[list[str], typer.Option(help="a topic to read, every partition "
+                                                  "(repeatable)")],
+    out: Annotated[Path, typer.Option(help="a local directory: broker/<topic>-<partition>"
+                                           ".jsonl.gz and offsets.json are written there")],
+    group: Annotated[list[str] | None, typer.Option(
+        help="a consumer group whose committed offsets go into offsets.json (repeatable)")
+                     ] = None,
+    client_config: Annotated[Path | None, typer.Option(
+        help="key=value lines as librdkafka/Java clients take them (security.protocol, "
+             "sasl.mechanism, sasl.username, sasl.password, ssl.ca.location …); never "
+             "printed")] = None,
+    start: Annotated[str | None, typer.Option(
+        "--from", help="read from the first offset at or after this ISO-8601 time "
+                       "(default: the log start)")] = None,
+    end: Annotated[str | None, typer.Option(
+        "--to", help="read up to the first offset at or after this ISO-8601 time "
+                     "(default: the end offset when the snapshot starts)")] = None,
+    max_records: Annotated[int | None, typer.Option(
+        min=0, help="fail, writing nothing, rather than read more records than this")
+                           ] = None,
+) -> None:
+    """Read the topics from a live cluster over the Kafka protocol, as record batches
+    (producer ids, transactional flags, transaction markers, as kafka-dump-log shows them),
+    into canonical broker rows and an offsets file for `run --offsets`. No Spark."""
+    # kafka-python is the optional `kafka` extra: imported by `snapshot` only
+    from .snapshot import SnapshotFailed, SnapshotRequest, read_client_config, take_snapshot
+
+    try:
+        settings = read_client_config(client_config) if client_config else {}
+        req = SnapshotRequest(
+            bootstrap_servers=bootstrap_servers, topics=tuple(topic), out=str(out),
+            groups=tuple(group or ()), client_config=settings,
+            start=parse_instant(start) if start else None,
+            end=parse_instant(end) if end else None, max_records=max_records,
+            progress=err.is_terminal)
+        result = take_snapshot(req)
+    except (SnapshotFailed, ValueError) as exc:
+        _fail(str(exc))
+    except OSError as exc:  # the client config file
+        _fail(f"{exc.filename}: {exc.strerror}")
+    console.print(f"{result.records} records and {result.controls} transaction markers from "
+                  f"{len(result.broker_files)} partitions: {escape(result.out)}/broker/; "
+                  f"offsets: {escape(result.offsets_path)}", highlight=False)
 
 
 def add_commands_from_entry_points(target: typer.Typer, group: str = COMMANDS_GROUP) -> None:
