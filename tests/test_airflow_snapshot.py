@@ -123,14 +123,13 @@ def test_the_kafka_connection_is_read_through_the_provider_and_no_secret_is_show
         "conn_type": "kafka", "extra": {
             "bootstrap.servers": "b-1.example:9096,b-2.example:9096",
             "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "audit", "sasl.password": secret, "enable.ssl.certificate"
-            ".verification": True, "group.id": "airflow", "socket.timeout.ms": 10000}}))
+            "sasl.username": "audit", "sasl.password": secret, "group.id": "airflow",
+            "ssl.ca.location": "/etc/ssl/ca.pem", "socket.timeout.ms": 10000}}))
     bootstrap, config, notes = client_config("kafka_audit")
     assert bootstrap == "b-1.example:9096,b-2.example:9096"
     assert config == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
                       "sasl.username": "audit", "sasl.password": secret,
-                      "enable.ssl.certificate.verification": "true",
-                      "socket.timeout.ms": "10000"}
+                      "ssl.ca.location": "/etc/ssl/ca.pem", "socket.timeout.ms": "10000"}
     assert notes == ["group.id (the snapshot joins no group and reads every batch)"]
     shown = describe_config(config)
     assert secret not in shown and "audit" not in shown
@@ -193,6 +192,8 @@ TOPIC = "orders"
 GROUP = "billing"
 MESSAGES = 24
 UNPROCESSED = 3  # the tail of partition 0: consumed, committed past, never processed
+#: the Connection's SASL password (unused on PLAINTEXT): never in a log or an XCom
+KAFKA_SECRET = "kafka-secret-e2e"
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +208,24 @@ def cluster():
     yield mock
     gc.collect()  # every client is gone before the cluster
     mock.stop()
+
+
+def test_the_snapshot_task_skips_when_off_and_fails_at_once_on_a_missing_topic(
+        cluster, monkeypatch, tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+    from delivery_audit_airflow.group import snapshot
+
+    with pytest.raises(AirflowSkipException, match="snapshot off"):
+        snapshot.function(_plan())
+    monkeypatch.setenv("AIRFLOW_CONN_KAFKA_MOCK", json.dumps({
+        "conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap}}))
+    plan = build_plan(start=START, end=END, settings=Settings.of(data_root=str(tmp_path)),
+                      params={"snapshot": True, "snapshot_topics": ["no-such-topic"],
+                              "kafka_conn_id": "kafka_mock"})
+    with pytest.raises(AirflowFailException, match="topic.s. no-such-topic not on the cluster "
+                                                   "of Connection 'kafka_mock'"):
+        snapshot.function(plan)
+    assert not (tmp_path / "snapshot").exists()  # nothing published
 
 
 def _rows(path: Path) -> list[dict]:
@@ -288,7 +307,9 @@ def test_daily_dag_with_the_snapshot_audits_what_the_test_put_on_the_cluster(
                   "wait_for_grace": False, "notifier": {"type": "log"}},
         extra={"AIRFLOW_CONN_KAFKA_E2E": json.dumps({
             "conn_type": "kafka", "extra": {"bootstrap.servers": cluster.bootstrap,
-                                            "security.protocol": "PLAINTEXT"}}),
+                                            "security.protocol": "PLAINTEXT",
+                                            "sasl.username": "delivery-audit",
+                                            "sasl.password": KAFKA_SECRET}}),
             "AIRFLOW_CONN_SPARK_CONNECT_SNAP": json.dumps({
                 "conn_type": "spark_connect", "host": host, "port": int(port)})})
     t0 = time.monotonic()
@@ -313,6 +334,7 @@ def test_daily_dag_with_the_snapshot_audits_what_the_test_put_on_the_cluster(
         {(GROUP, p, end) for p, end in ends.items()}
     assert f"snapshot of {TOPIC} (2 partitions) through Connection 'kafka_e2e' (from the run)" \
         in output
+    assert "sasl.password=***" in output and KAFKA_SECRET not in output
 
     report = json.loads((reports / f"dt={day}" / wid / "report.json").read_text())
     assert report["window"]["id"] == wid

@@ -88,13 +88,22 @@ def describe_config(config: Mapping[str, str]) -> str:
                      for k in sorted(config))
 
 
-def check_topics(conn_id: str, topics: list[str],
-                 timeout: float = PREFLIGHT_TIMEOUT_S) -> dict[str, int]:
-    """topic → partition count, through the provider's AdminClient on the Connection; a topic
-    the cluster does not have is a :class:`SnapshotConfigError`."""
+def check_topics(conn_id: str, topics: list[str], timeout: float = PREFLIGHT_TIMEOUT_S,
+                 log: Callable[[str], None] = print) -> dict[str, int] | None:
+    """topic → partition count, through the provider's AdminClient on the Connection (the
+    provider builds its config: resolved callbacks, MSK IAM / Google tokens); a topic the
+    cluster does not have is a :class:`SnapshotConfigError`. None when the provider's client
+    cannot be built from this config (a setting only the snapshot's client knows, such as
+    sasl.oauthbearer.token.provider): the snapshot then checks the topics itself."""
     from airflow.providers.apache.kafka.hooks.client import KafkaAdminClientHook
+    from confluent_kafka import KafkaException
 
-    admin = KafkaAdminClientHook(kafka_config_id=conn_id).get_conn
+    try:
+        admin = KafkaAdminClientHook(kafka_config_id=conn_id).get_conn
+    except (KafkaException, ValueError, TypeError) as exc:  # names a key, never a value
+        log(f"topic check skipped: the provider's client cannot use Connection {conn_id!r} "
+            f"({type(exc).__name__}: {str(exc)[:200]})")
+        return None
     metadata = admin.list_topics(timeout=timeout)
     missing = [t for t in topics if t not in metadata.topics
                or metadata.topics[t].error is not None]
@@ -144,8 +153,10 @@ def run_snapshot(plan: dict[str, Any], log: Callable[[str], None] = print,
     snap = plan["snapshot"]
     conn_id = snap["kafka_conn_id"]
     bootstrap, config, notes = client_config(conn_id)
-    partitions = check_topics(conn_id, list(snap["topics"]))
-    log(f"snapshot of {', '.join(f'{t} ({n} partitions)' for t, n in partitions.items())}"
+    partitions = check_topics(conn_id, list(snap["topics"]), log=log)
+    topics = (", ".join(f"{t} ({n} partitions)" for t, n in partitions.items())
+              if partitions else ", ".join(snap["topics"]))
+    log(f"snapshot of {topics}"
         f" through Connection {conn_id!r} (from the {snap['kafka_conn_from']}): bootstrap "
         f"{bootstrap}, {describe_config(config)}; groups "
         f"{', '.join(snap['groups']) or 'none'}; from "
