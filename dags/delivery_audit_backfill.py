@@ -10,7 +10,9 @@ the run is triggered and again (end > start, the maximum length, a safe prefix) 
     airflow dags test delivery_audit_backfill -c '{"start": "2026-11-19T10:00:00Z",
         "end": "2026-11-19T12:00:00Z", "report_prefix": "incidents/INC-1"}'
 
-Param `aws_conn_id` (optional): the AWS Connection for this run.
+Param `aws_conn_id` (optional): the AWS Connection for this run. Param `snapshot` (optional,
+off by default): read the window's broker side from the cluster first, through the `kafka`
+Connection (`kafka_conn_id`), topics `snapshot_topics`, groups `snapshot_groups`.
 """
 
 from __future__ import annotations

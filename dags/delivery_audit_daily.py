@@ -6,7 +6,9 @@ delivery_audit_daily 2026-11-20` audits 2026-11-19); catchup fills missed days. 
 the producers', brokers' and consumers' logs, whether every acknowledged message was delivered
 once and in order, and reports loss, duplication and reordering with their causes.
 
-Param `aws_conn_id` (optional): the AWS Connection for this run.
+Param `aws_conn_id` (optional): the AWS Connection for this run. Param `snapshot` (optional,
+off by default): read the window's broker side from the cluster first, through the `kafka`
+Connection (`kafka_conn_id`), topics `snapshot_topics`, groups `snapshot_groups`.
 """
 
 from __future__ import annotations

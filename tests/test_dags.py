@@ -41,10 +41,13 @@ from delivery_audit.core.window import AuditWindow, resolve_grace  # noqa: E402
 from delivery_audit.notify import summary_lines  # noqa: E402
 
 GROUP = "audit"
-TASKS = ["resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"]
+TASKS = ["resolve_window", "wait_for_inputs", "snapshot", "reconcile", "check_report", "alert"]
 EDGES = {  # upstream → downstream, inside the group
     ("resolve_window", "wait_for_inputs"),
     ("wait_for_inputs", "reconcile"),  # reconcile pulls the plan by task id, no extra edge
+    ("resolve_window", "snapshot"),  # the optional snapshot (issue 32): after the wait
+    ("wait_for_inputs", "snapshot"),
+    ("snapshot", "reconcile"),
     ("resolve_window", "check_report"),
     ("reconcile", "check_report"),
     ("resolve_window", "alert"),

@@ -1,6 +1,6 @@
 """The audit task group, shared by the daily and the backfill DAG.
 
-    resolve_window → wait_for_inputs → reconcile → check_report → alert
+    resolve_window → wait_for_inputs → snapshot → reconcile → check_report → alert
 
 * resolve_window: the window ([data_interval_start, data_interval_end) for scheduled runs, the
   validated ``start``/``end`` Params for backfills), every location (from the JSON Variable
@@ -9,6 +9,11 @@
 * wait_for_inputs: reschedule-mode sensor; done when every required source glob matches a file
   (S3 through the provider's S3Hook on that Connection) and (by default) window end + grace
   has passed, so late consumption is in the inputs.
+* snapshot (optional: the ``snapshot`` Param, else the Variable's ``snapshot``; skipped when
+  off): reads the window's broker side from the cluster through the Kafka provider's
+  Connection (``kafka_conn_id``) into the Variable's ``snapshot_dir``
+  (delivery_audit_airflow.kafka_snapshot); reconcile then audits that snapshot
+  (``--broker <dir>/broker/*``, ``--offsets <dir>/offsets.json``).
 * reconcile: one spark-submit of jobs/reconcile.py ``--stage all`` (validates the inputs with GX,
   reconciles, validates the results, publishes with ``_manifest.json`` last). A re-run writes
   the same window folder again, replacing it (idempotent). Its ``pre_execute`` gives the job
@@ -50,6 +55,7 @@ from delivery_audit_airflow.operators import AuditSparkSubmitOperator
 from delivery_audit_airflow.plan import PlanError, build_plan, validate_backfill
 from delivery_audit_airflow.settings import (
     CONN_ID_PATTERN,
+    KAFKA_NAME_PATTERN,
     REPO_ROOT,
     VARIABLE,
     Settings,
@@ -88,6 +94,26 @@ def audit_params() -> dict[str, Param]:
                         "\"conn_id\": \"slack_audit\"} (sns: conn_id + target_arn; smtp: "
                         "conn_id + to); empty: the audit config's notifier, else the "
                         f"Variable {VARIABLE}'s, else the log"),
+        "snapshot": Param(
+            None, type=["null", "boolean"], title="Snapshot the broker side",
+            description="true: before reconcile, read the window's records and offsets from "
+                        "the cluster through the Kafka Connection and audit that snapshot "
+                        f"(empty: snapshot in Variable {VARIABLE}, default false)"),
+        "snapshot_topics": Param(
+            [], type="array", items={"type": "string", "pattern": KAFKA_NAME_PATTERN},
+            title="Snapshot topics",
+            description="topics the snapshot reads (empty: the backfill's topics, else "
+                        f"snapshot_topics in Variable {VARIABLE})"),
+        "snapshot_groups": Param(
+            [], type="array", items={"type": "string", "pattern": KAFKA_NAME_PATTERN},
+            title="Snapshot groups",
+            description="consumer groups whose committed offsets the snapshot reads (empty: "
+                        f"the backfill's groups, else snapshot_groups in Variable {VARIABLE})"),
+        "kafka_conn_id": Param(
+            None, type=["null", "string"], pattern=CONN_ID_PATTERN, maxLength=250,
+            title="Kafka Connection",
+            description="the kafka Connection of the snapshot (its extra: the client config; "
+                        f"empty: kafka_conn_id in Variable {VARIABLE}, default kafka_default)"),
         "spark_connect_conn_id": Param(
             None, type=["null", "string"], pattern=CONN_ID_PATTERN, maxLength=250,
             title="Spark Connect Connection",
@@ -137,11 +163,18 @@ config file (`config_file`: `grace_minutes`, `notifier`) > this Variable.
 * A **`spark_connect`** Connection (optional, named by the `spark_connect_conn_id` Param):
   `reconcile` then runs the audit as a thin client of that Spark Connect endpoint (host,
   port, the token as password, `use_ssl` in extra) instead of spark-submit.
+* **`kafka_default`** (conn type `kafka`, the Apache Kafka provider's; another with the
+  `kafka_conn_id` Param or the Variable's `kafka_conn_id`), for the optional `snapshot` task:
+  its extra is the client config, e.g. `{{"bootstrap.servers": "b-1:9096",
+  "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "…",
+  "sasl.password": "…"}}`. The snapshot (records, markers, `offsets.json`) lands in the
+  Variable's `snapshot_dir` and `reconcile` audits it with `--offsets`.
 * **`delivery_audit_pseudonym`** (optional): its password is the pseudonymisation key when the
   audit config says `pseudonymise: true` and `DELIVERY_AUDIT_PSEUDONYM_KEY` is not set.
 
-Tasks: `resolve_window → wait_for_inputs → reconcile → check_report → alert`; more in
-`docs/airflow.md`.
+Tasks: `resolve_window → wait_for_inputs → snapshot → reconcile → check_report → alert`
+(`snapshot` is skipped unless the run's `snapshot` Param or the Variable's `snapshot` is
+true); more in `docs/airflow.md`.
 """
 
 
@@ -197,7 +230,8 @@ def resolve_window() -> dict[str, Any]:
                                 "use CronDataIntervalTimetable")
         plan = build_plan(start=start, end=end, settings=settings, request=request,
                           source=source, aws_conn_id=params.get("aws_conn_id"),
-                          spark_connect_conn_id=params.get("spark_connect_conn_id"))
+                          spark_connect_conn_id=params.get("spark_connect_conn_id"),
+                          params=params)
         plan["notifier_param"] = _notifier_param(params.get("notifier"))
     except (PlanError, ValueError) as exc:
         raise _fail_fast(exc) from exc
@@ -208,6 +242,11 @@ def resolve_window() -> dict[str, Any]:
           f"{plan['aws_conn_from']}); Spark: " + (
               f"Spark Connect through Connection {plan['spark_connect_conn_id']!r}"
               if plan.get("spark_connect_conn_id") else "spark-submit"))
+    snap = plan.get("snapshot")
+    print("snapshot: off" if not snap else
+          f"snapshot: on, topics {', '.join(snap['topics'])} through Kafka Connection "
+          f"{snap['kafka_conn_id']!r} (from the {snap['kafka_conn_from']}), read "
+          f"{snap['from'] or 'the log start'} → {snap['to']}, into {snap['dir']}")
     return plan
 
 
@@ -225,6 +264,9 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
     for name, pattern in plan["sources"].items():
         if not pattern:
             continue
+        if name == "broker" and plan.get("snapshot"):
+            print(f"broker: taken by the snapshot task after this wait ({pattern})")
+            continue
         found[name] = len(files.glob_matches(pattern, limit=1000))
         print(f"{name}: {found[name]} file(s) match {pattern}")
         if not found[name] and name != "events":
@@ -233,6 +275,21 @@ def wait_for_inputs(plan: dict[str, Any]) -> PokeReturnValue:
         print(f"waiting for {', '.join(missing)}")
         return PokeReturnValue(is_done=False)
     return PokeReturnValue(is_done=True, xcom_value=found)
+
+
+@task(task_id="snapshot")
+def snapshot(plan: dict[str, Any]) -> dict[str, Any]:
+    """The window's broker side and offsets read from the cluster (the plan's ``snapshot``,
+    delivery_audit_airflow.kafka_snapshot); skipped when the run takes no snapshot."""
+    if not plan.get("snapshot"):
+        raise AirflowSkipException("snapshot off (Param snapshot, Variable snapshot): "
+                                   "reconcile reads the broker glob")
+    from delivery_audit_airflow.kafka_snapshot import SnapshotConfigError, run_snapshot
+
+    try:
+        return run_snapshot(plan)
+    except SnapshotConfigError as exc:  # a setup error: retrying would not help
+        raise _fail_fast(exc) from exc
 
 
 @task(task_id="check_report")
@@ -330,7 +387,8 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
     """Build the audit task group in the current DAG context and return it. ``py_files``:
     what reconcile ships with --py-files; by default, on a cluster master, a zip of the
     installed delivery_audit built for each run."""
-    with TaskGroup(group_id=group_id, tooltip="resolve → wait → reconcile → check → alert") as tg:
+    with TaskGroup(group_id=group_id,
+                   tooltip="resolve → wait → snapshot → reconcile → check → alert") as tg:
         plan = resolve_window()
         ready = wait_for_inputs(plan)
         reconcile = AuditSparkSubmitOperator(
@@ -344,8 +402,12 @@ def audit_task_group(group_id: str = GROUP_ID, *, spark_conn_id: str = "spark_de
             stage="all",
             execution_timeout=timedelta(hours=6),
             pre_execute=job_environment,
+            # runs after the snapshot or, when the run takes none, after its skip
+            trigger_rule="none_failed",
         )
+        taken = snapshot(plan)
         checked = check_report.override(outlets=[report_asset()])(plan, reconcile.output)
+        ready >> taken >> reconcile
         ready >> reconcile
         alert(plan, checked)
     return tg

@@ -17,6 +17,7 @@ from delivery_audit_airflow import uris
 from delivery_audit_airflow.settings import (
     CONN_ID_PATTERN,
     DEFAULT_AWS_CONN_ID,
+    DEFAULT_KAFKA_CONN_ID,
     VARIABLE,
     Settings,
     date_placeholders,
@@ -139,13 +140,63 @@ def resolve_aws_conn(param: Any, settings: Settings) -> tuple[str, str]:
     return conn, "variable" if "aws_conn_id" in settings.explicit else "default"
 
 
+def resolve_snapshot(params: dict[str, Any], settings: Settings, request: dict[str, Any],
+                     window: AuditWindow, grace_minutes: float, dates: dict[str, str],
+                     lookback_minutes: float | None = None) -> dict[str, Any] | None:
+    """The snapshot task's part of the plan, or None when the run takes none.
+
+    On: the run's ``snapshot`` Param, else the Variable's ``snapshot`` (default false).
+    Topics and groups: the run's ``snapshot_topics``/``snapshot_groups`` Params, else the
+    backfill's ``topics``/``groups``, else the Variable's; topics are required. The Kafka
+    Connection: the ``kafka_conn_id`` Param, else the Variable's, else kafka_default. The read
+    covers what the job reads of the broker side (contract rule 6): up to the window's end +
+    grace, and with no lower bound (from each partition's log start: earlier rows are needed to
+    see first sends) unless the audit config's ``lookback_minutes`` bounds it, then from the
+    window's start minus that lookback. It lands in the Variable's ``snapshot_dir`` (rendered for
+    the window), which then is the job's broker input and offsets file."""
+    on = params.get("snapshot")
+    if on in (None, ""):
+        on = settings.get("snapshot")
+    if not isinstance(on, bool):
+        raise PlanError(f"snapshot {on!r} must be true or false")
+    if not on:
+        return None
+    topics = (_names(params.get("snapshot_topics"), "snapshot_topics")
+              or list(request.get("topics") or [])
+              or _names(settings.get("snapshot_topics"), "snapshot_topics"))
+    if not topics:
+        raise PlanError("the snapshot needs topics: the snapshot_topics Param (or, in the "
+                        f"backfill, topics), or snapshot_topics in Variable {VARIABLE}")
+    groups = (_names(params.get("snapshot_groups"), "snapshot_groups")
+              or list(request.get("groups") or [])
+              or _names(settings.get("snapshot_groups"), "snapshot_groups"))
+    given = _conn_id(params.get("kafka_conn_id"), "kafka_conn_id")
+    conn = given or settings.get("kafka_conn_id") or DEFAULT_KAFKA_CONN_ID
+    conn_from = "run" if given else (
+        "variable" if "kafka_conn_id" in settings.explicit else "default")
+    folder = settings.render("snapshot_dir", window_id=window.window_id, **dates).rstrip("/")
+    if not folder:
+        raise PlanError(f"snapshot_dir in Variable {VARIABLE} is empty")
+    if folder.startswith(("s3a://", "s3n://")) or ".." in folder.split("/"):
+        raise PlanError(f"snapshot_dir {folder!r}: use s3:// or a local folder, without '..'")
+    return {"dir": folder, "topics": topics, "groups": groups, "kafka_conn_id": conn,
+            "kafka_conn_from": conn_from,
+            "from": (None if lookback_minutes is None
+                     else _iso(window.start - timedelta(minutes=lookback_minutes))),
+            "to": _iso(window.end + timedelta(minutes=grace_minutes)),
+            "broker": uris.join(folder, "broker", "*"),
+            "offsets": uris.join(folder, "offsets.json")}
+
+
 def build_plan(*, start: datetime, end: datetime, settings: Settings,
                request: dict[str, Any] | None = None, source: str = "schedule",
                aws_conn_id: str | None = None,
-               spark_connect_conn_id: str | None = None) -> dict[str, Any]:
+               spark_connect_conn_id: str | None = None,
+               params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything the later tasks need, as a JSON-able dict (no secrets: XCom is readable
     in the UI). ``spark_connect_conn_id``: reconcile audits through that Spark Connect
-    Connection instead of spark-submit (None: spark-submit)."""
+    Connection instead of spark-submit (None: spark-submit). ``params``: the run's Params
+    (the snapshot's: :func:`resolve_snapshot`)."""
     request = request or {}
     if end <= start:
         raise PlanError(f"empty window: {_iso(start)} → {_iso(end)}")
@@ -161,8 +212,9 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     # the CLI's own precedence (window.resolve_grace): the run's Param > the audit config's
     # grace_minutes > the deployment default (the Variable's "grace"). The plan passes the
     # result as --grace: the wait for end + grace and the job's window agree
+    config_grace_minutes, lookback_minutes = config_windowing(config_file)
     grace_minutes, grace_from = resolve_grace(request.get("grace_minutes"),
-                                              config_grace(config_file), settings.get("grace"))
+                                              config_grace_minutes, settings.get("grace"))
     root = settings.render("report_root")
     if request.get("report_prefix"):
         root = uris.join(root, request["report_prefix"])
@@ -174,6 +226,10 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
     report_dir = uris.join(root, window.relative_dir)
     conn, conn_from = resolve_aws_conn(aws_conn_id, settings)
     spark_connect_conn_id = _conn_id(spark_connect_conn_id, "spark_connect_conn_id")
+    snapshot = resolve_snapshot(params or {}, settings, request, window, grace_minutes, dates,
+                                lookback_minutes)
+    if snapshot:  # the job audits the snapshot: its broker rows and its offsets file
+        sources["broker"] = snapshot["broker"]
     return {
         "source": source,
         "job": settings.render("job"),
@@ -194,6 +250,8 @@ def build_plan(*, start: datetime, end: datetime, settings: Settings,
         "aws_conn_from": conn_from,
         "pass_aws_conn_to_job": settings.get("pass_aws_conn_to_job"),
         "spark_connect_conn_id": spark_connect_conn_id,
+        "snapshot": snapshot,
+        "offsets": snapshot["offsets"] if snapshot else None,
     }
 
 
@@ -201,17 +259,23 @@ def _conf_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def config_grace(path: str | None) -> float | None:
-    """``grace_minutes`` of the audit config file (None: no file, or no grace in it); read
-    as the job reads it (delivery_audit.config.load_config)."""
+def config_windowing(path: str | None) -> tuple[float | None, float | None]:
+    """``grace_minutes`` and ``lookback_minutes`` of the audit config file (None: no file, or
+    not set in it); read as the job reads it (delivery_audit.config.load_config)."""
     if not path:
-        return None
+        return None, None
     from delivery_audit.config import load_config  # task time only, as check_report_root
 
     try:
-        return load_config(path).grace_minutes
+        config = load_config(path)
     except ValueError as exc:  # unreadable or invalid: the job would fail the same way
         raise PlanError(f"audit config (config_file in Variable {VARIABLE}): {exc}") from exc
+    return config.grace_minutes, config.lookback_minutes
+
+
+def config_grace(path: str | None) -> float | None:
+    """``grace_minutes`` of the audit config file (None: no file, or no grace in it)."""
+    return config_windowing(path)[0]
 
 
 def grace_arg(minutes: float) -> str:

@@ -10,7 +10,7 @@ deployment default: a DAG Param (``aws_conn_id``, the backfill's ``grace_minutes
 it, and so does the audit config file where both say the same thing (``grace_minutes``,
 ``notifier``).
 
-Input locations are templates rendered per window:
+Input locations are templates rendered per window (``snapshot_dir`` also takes {window_id}):
 
     {data_root}  the ``data_root`` setting      {repo}  the checkout
     {ds} {ds_nodash}          the window's start date (2026-11-19 / 20261119)
@@ -45,6 +45,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 VARIABLE = "delivery_audit_settings"
 #: the Airflow Connection for S3 when neither the run's Param nor the Variable names one
 DEFAULT_AWS_CONN_ID = "aws_default"
+#: the Kafka provider's Connection for the snapshot task when neither Param nor Variable names one
+DEFAULT_KAFKA_CONN_ID = "kafka_default"
+#: a Kafka topic or consumer group id (the snapshot's topics and groups)
+KAFKA_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,248}$"
 #: an Airflow connection id (the ``aws_conn_id`` Param and setting)
 CONN_ID_PATTERN = r"^[A-Za-z0-9_.-]{1,250}$"
 #: the old one-Variable-per-setting names were ``delivery_audit_<key>``
@@ -109,6 +113,22 @@ SCHEMA: dict[str, Setting] = {
                                     "false: the job uses only the worker's own AWS chain"),
     "job": Setting("{repo}/jobs/reconcile.py", ("string",),
                    "the spark-submit application"),
+    "snapshot": Setting(False, ("boolean",),
+                        "true: a snapshot task reads the broker side from the cluster (the "
+                        "Kafka Connection) before reconcile; the run's snapshot Param wins"),
+    "snapshot_dir": Setting("{data_root}/snapshot/dt={ds}/{window_id}", ("string",),
+                            "where the snapshot task writes the window's broker/ and "
+                            "offsets.json (local folder or s3://); {window_id} is the window"),
+    "snapshot_topics": Setting([], ("array",),
+                               "topics the snapshot reads; the run's snapshot_topics Param "
+                               "(else the backfill's topics) wins"),
+    "snapshot_groups": Setting([], ("array",),
+                               "consumer groups whose committed offsets the snapshot reads; "
+                               "the run's snapshot_groups Param (else the backfill's groups) "
+                               "wins"),
+    "kafka_conn_id": Setting(DEFAULT_KAFKA_CONN_ID, ("string",),
+                             "Airflow Kafka Connection (conn type kafka, its extra the client "
+                             "config) of the snapshot task; the run's kafka_conn_id Param wins"),
 }
 
 class SettingsError(ValueError):
@@ -144,9 +164,14 @@ def _check(key: str, value: Any) -> None:
         except ValueError as exc:
             raise SettingsError(f"Variable {VARIABLE}: 'grace' {value!r} is not a duration "
                                 "(e.g. 60m, 2h, or a number of minutes)") from exc
-    if key == "aws_conn_id" and not re.fullmatch(CONN_ID_PATTERN, value):
-        raise SettingsError(f"Variable {VARIABLE}: 'aws_conn_id' {value!r} is not a connection "
+    if key in ("aws_conn_id", "kafka_conn_id") and not re.fullmatch(CONN_ID_PATTERN, value):
+        raise SettingsError(f"Variable {VARIABLE}: {key!r} {value!r} is not a connection "
                             "id (letters, digits, '_', '.', '-')")
+    if key in ("snapshot_topics", "snapshot_groups"):
+        for item in value:
+            if not isinstance(item, str) or not re.fullmatch(KAFKA_NAME_PATTERN, item):
+                raise SettingsError(f"Variable {VARIABLE}: {key!r} item {item!r} is not a "
+                                    "topic or group name")
 
 
 def validate(data: Any) -> dict[str, Any]:

@@ -83,6 +83,20 @@ class Files:
         bucket, key = split_s3(prefix_uri.rstrip("/") + "/")
         return sorted(k[len(key):] for k in key_lister(self._hook().get_conn(), bucket)(key))
 
+    def replace_prefix(self, local_dir: Path, prefix_uri: str, names: list[str]) -> None:
+        """Upload ``names`` (paths relative to local_dir, in this order) below an s3://
+        folder, then delete the keys below it that were there before and are not among them:
+        the folder ends up holding exactly these files."""
+        bucket, key = split_s3(prefix_uri.rstrip("/") + "/")
+        client = self._hook().get_conn()
+        before = set(key_lister(client, bucket)(key))
+        for name in names:
+            client.upload_file(str(Path(local_dir) / name), bucket, key + name)
+        stale = sorted(before - {key + n for n in names})
+        for start in range(0, len(stale), 1000):
+            client.delete_objects(Bucket=bucket, Delete={
+                "Objects": [{"Key": k} for k in stale[start:start + 1000]]})
+
 
 def on(aws_conn_id: str | None) -> Files:
     """The functions of this module on one AWS Connection (the plan's ``aws_conn_id``)."""
