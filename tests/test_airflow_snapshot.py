@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from airflow_helpers import airflow_env, dags_test, task_logs, task_states
+from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from delivery_audit_airflow import aws, uris  # noqa: E402
 from delivery_audit_airflow.connect import request_fields  # noqa: E402
 from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
@@ -32,7 +33,6 @@ from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
 )
 from delivery_audit_airflow.plan import PlanError, build_plan, job_args  # noqa: E402
 from delivery_audit_airflow.settings import Settings  # noqa: E402
-from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 from delivery_audit.anomalies import ANOMALY_NAMES  # noqa: E402

@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mock_cluster import mock_cluster
 
 from delivery_audit.adapters import convert
 from delivery_audit.adapters.convert_command import build_config, parse_options, run_convert
@@ -65,15 +66,16 @@ def produced():
     if KCAT is None:
         pytest.skip("kcat is not installed (the OS package `kcat`; .ci/run installs it "
                     "with apt-get when it can)")
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
+    with mock_cluster() as mock:
+        written, aborted = _load(mock)
+        yield mock.bootstrap, written, aborted
+
+
+def _load(mock) -> tuple[list, list]:
+    """TOPIC: 9 plain records, 3 of a committed and 2 of an aborted transaction; "spaced":
+    one record whose key holds a space. Returns TOPIC's (written, aborted) rows."""
     from confluent_kafka import Producer
 
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
-
-    try:
-        mock = MockCluster(brokers=1)
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the lab broker cannot start here: {exc}")
     mock.create_topic(TOPIC, PARTITIONS)
     mock.create_topic("spaced", 1)
     written: list[tuple[int, int, str, int]] = []
@@ -115,9 +117,7 @@ def produced():
     del plain, txn
     gc.collect()
     spaced = [r for r in written if r[2] == "two words"]
-    yield mock.bootstrap, [r for r in written if r not in spaced], aborted
-    gc.collect()
-    mock.stop()
+    return [r for r in written if r not in spaced], aborted
 
 
 def _snapshot_rows(bootstrap: str, out: Path) -> list[dict]:

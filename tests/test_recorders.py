@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from mock_cluster import mock_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -39,16 +40,8 @@ def _env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
-
-    try:
-        mock = MockCluster(brokers=1)
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the lab broker cannot start here: {exc}")
-    yield mock
-    gc.collect()  # every client of a test is gone before the cluster
-    mock.stop()
+    with mock_cluster() as mock:
+        yield mock
 
 
 def _consume(consumer, count: int, deadline_s: float = 20.0, on_msg=None) -> list:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from mock_cluster import mock_cluster
 from typer.testing import CliRunner
 
 from delivery_audit.cli import app
@@ -105,19 +106,13 @@ def _consume(bootstrap: str, rec_dir: Path) -> None:
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
     """The cluster after the day's traffic, its recordings and one snapshot of it."""
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
     pytest.importorskip("kafka", reason="kafka-python is not installed")
     from delivery_audit.snapshot import SnapshotRequest, take_snapshot
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
 
-    try:
-        cluster = MockCluster(brokers=1)
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the lab broker cannot start here: {exc}")
     base = tmp_path_factory.mktemp("snapshot")
     rec_dir = base / "recordings"
     started = datetime.now(UTC)
-    try:
+    with mock_cluster() as cluster:
         cluster.create_topic(TOPIC, 3)
         cluster.create_topic("snap-empty", 1)
         _produce(cluster.bootstrap, rec_dir)
@@ -126,9 +121,6 @@ def day(tmp_path_factory):
                                                str(base / "snap"), groups=(GROUP, PARTIAL)))
         yield {"cluster": cluster, "base": base, "rec": rec_dir, "result": result,
                "started": started, "finished": datetime.now(UTC)}
-    finally:
-        gc.collect()  # every client is gone before the cluster
-        cluster.stop()
 
 
 def _snapshot_rows(result) -> list[dict]:
