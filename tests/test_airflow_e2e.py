@@ -63,9 +63,10 @@ WID = "20261119T000000Z_20261120T000000Z"
 BUCKET = "audit-reports"
 INPUTS = "kafka-logs"
 SOURCES = ("sends", "broker", "ledger", "events")
-#: where run B's figures may differ from run A's: the strict thresholds' verdict (with its
-#: reasons); computed from the two reports (differing_paths), not assumed
-STRICT_CHANGES = {"verdict.verdict", "verdict.reasons"}
+#: where run B's report differs from run A's (apart from ``run``), found by differing_paths
+#: and each checked below: a fail threshold of 0 makes every non-zero count a verdict reason
+#: and breaks the results suite's expectation "every count within its fail threshold"
+STRICT_CHANGES = {"verdict.reasons", "results_validation.failed"}
 
 
 @pytest.fixture(scope="module")
@@ -139,11 +140,13 @@ def _check_s3_went_through_the_connection(output: str, endpoint: str) -> None:
 
 
 def _asset_events(uri: str) -> list[dict]:
-    """The extras of the Asset's events in the metadata DB (SQLite), oldest first."""
+    """The extras of the Asset's events in the metadata DB (SQLite), oldest first (Airflow
+    stores a bare bucket's s3://bucket as s3://bucket/)."""
     con = sqlite3.connect(AIRFLOW_HOME / "airflow.db")
     try:
         rows = con.execute("SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                           "WHERE a.uri = ? ORDER BY e.id", (uri,)).fetchall()
+                           "WHERE a.uri IN (?, ?) ORDER BY e.id",
+                           (uri, uri.rstrip("/") + "/")).fetchall()
     finally:
         con.close()
     return [json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows]
@@ -260,7 +263,6 @@ def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_f
         assert states[f"audit.{t}"] == "success", (states, _show(proc))
     assert "Spark: Spark Connect through Connection 'spark_connect_e2e'" in output
     assert "auditing through Spark Connect (Connection 'spark_connect_e2e')" in output
-    assert "spark-submit" not in output or "--master" not in output, _show(proc)
     _check_s3_went_through_the_connection(output, s3_endpoint)
     window_dir = backfill_run["window_dir"]
     assert sorted(k for k in backfill_run["keys"] if k.endswith("report.json")) == \
@@ -279,9 +281,22 @@ def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_f
     assert classic is not None, _show(daily_run["proc"])
     changed = differing_paths({k: v for k, v in report.items() if k != "run"},
                               {k: v for k, v in classic.items() if k != "run"})
-    assert set(changed) <= STRICT_CHANGES, changed
-    if classic["verdict"]["verdict"] != "fail":
-        assert "verdict.verdict" in changed
+    # run A (the generator's thresholds) fails too, on its critical counts: same verdict
+    assert set(changed) == STRICT_CHANGES | (
+        set() if classic["verdict"]["verdict"] == "fail" else {"verdict.verdict"}), changed
+    counts = {k: v["count"] for k, v in report["anomalies"].items() if v.get("count")}
+    assert counts and all(f"{name} = {n} > fail threshold 0" in report["verdict"]["reasons"]
+                          for name, n in counts.items()), report["verdict"]["reasons"]
+    assert report["results_validation"]["success"] is False
+    # run A's failed expectations fail alike; the one more is the threshold check (fail >=
+    # count), broken by one (fail, count) row per non-zero count
+    failed, before = report["results_validation"]["failed"], classic["results_validation"]["failed"]
+    extra = [f for f in failed if f not in before]
+    assert all(f in failed for f in before), (failed, before)
+    assert [f["expectation"] for f in extra] == \
+        ["expect_column_pair_values_a_to_be_greater_than_b"], extra
+    assert extra[0]["unexpected_count"] == len(counts), extra
+    assert all(fail == 0 and n > 0 for fail, n in extra[0]["examples"]), extra
 
 
 def test_backfill_fail_goes_to_slack_the_asset_event_and_lineage(backfill_run):
