@@ -288,15 +288,17 @@ def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_f
     assert counts and all(f"{name} = {n} > fail threshold 0" in report["verdict"]["reasons"]
                           for name, n in counts.items()), report["verdict"]["reasons"]
     assert report["results_validation"]["success"] is False
-    # run A's failed expectations fail alike; the one more is the threshold check (fail >=
-    # count), broken by one (fail, count) row per non-zero count
+    # one more failed expectation, first in suite order: the threshold check (fail >= count),
+    # broken by one (0, count) row per non-zero count; run A's failures follow alike, only
+    # over a results table grown by those threshold rows (element_count)
     failed, before = report["results_validation"]["failed"], classic["results_validation"]["failed"]
-    extra = [f for f in failed if f not in before]
-    assert all(f in failed for f in before), (failed, before)
-    assert [f["expectation"] for f in extra] == \
-        ["expect_column_pair_values_a_to_be_greater_than_b"], extra
-    assert extra[0]["unexpected_count"] == len(counts), extra
-    assert all(fail == 0 and n > 0 for fail, n in extra[0]["examples"]), extra
+    threshold, rest = failed[0], failed[1:]
+    assert threshold["expectation"] == "expect_column_pair_values_a_to_be_greater_than_b", failed
+    assert threshold["unexpected_count"] == len(counts), threshold
+    assert all(fail == 0 and n > 0 for fail, n in threshold["examples"]), threshold
+    assert [{k: v for k, v in f.items() if k != "element_count"} for f in rest] == \
+        [{k: v for k, v in f.items() if k != "element_count"} for f in before], (rest, before)
+    assert all(b["element_count"] > a["element_count"] for b, a in zip(rest, before, strict=True)), rest
 
 
 def test_backfill_fail_goes_to_slack_the_asset_event_and_lineage(backfill_run):
