@@ -21,7 +21,8 @@ module fixture that several tests read:
   ticket.
 
 Both reports' figures equal the generator's truth.json, and run B's report is run A's apart
-from the run metadata and what the strict thresholds change. (A notifier on a closed port is
+from the run metadata and what the strict thresholds change (the verdict's reasons, the
+results suite's threshold expectation). (A notifier on a closed port is
 tests/test_airflow_outputs.py's, at task level.) Slow (Spark + Airflow)."""
 
 from __future__ import annotations
@@ -256,7 +257,8 @@ def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_f
         backfill_run, daily_run, day_data, s3_endpoint, connect_server):  # noqa: F811
     """Reconcile is a Spark Connect client of the test's server (no spark-submit); the window
     is the Params' (the generated day, with its grace); the report is the truth and, apart
-    from the run and the strict verdict, run A's (its classic, cluster twin)."""
+    from the run and what the strict thresholds change (STRICT_CHANGES), run A's (its
+    classic, cluster twin)."""
     proc, states, output = backfill_run["proc"], backfill_run["states"], backfill_run["output"]
     assert proc.returncode == 0, _show(proc)
     for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"):
@@ -298,7 +300,8 @@ def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_f
     assert all(fail == 0 and n > 0 for fail, n in threshold["examples"]), threshold
     assert [{k: v for k, v in f.items() if k != "element_count"} for f in rest] == \
         [{k: v for k, v in f.items() if k != "element_count"} for f in before], (rest, before)
-    assert all(b["element_count"] > a["element_count"] for b, a in zip(rest, before, strict=True)), rest
+    assert all(b["element_count"] > a["element_count"]
+               for b, a in zip(rest, before, strict=True)), rest
 
 
 def test_backfill_fail_goes_to_slack_the_asset_event_and_lineage(backfill_run):
