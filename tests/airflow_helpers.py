@@ -149,6 +149,16 @@ def truth_differences(report: dict, truth: dict) -> list[str]:
     return diffs
 
 
+def differing_paths(a: Any, b: Any, path: str = "") -> list[str]:
+    """The dotted paths where two JSON documents differ: dicts are compared key by key (a key
+    missing on one side differs), anything else (lists too) as a whole."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in sorted(set(a) | set(b), key=str)
+                for p in (differing_paths(a.get(k), b.get(k), f"{path}.{k}" if path else str(k))
+                          if k in a and k in b else [f"{path}.{k}" if path else str(k)])]
+    return [] if a == b else [path]
+
+
 class SlackStandIn(BaseHTTPRequestHandler):
     """Slack's incoming-webhook endpoint on 127.0.0.1: records each POST, answers "ok"."""
 

@@ -1,19 +1,29 @@
-"""`airflow dags test` of both DAGs over a small generated day, on SQLite in a checkout-local
-AIRFLOW_HOME, with the inputs and the reports on a moto S3 server that Airflow knows only as
-the ``aws_default`` Connection (``AIRFLOW_CONN_AWS_DEFAULT``, its endpoint in
+"""`airflow dags test` of the three DAGs over a small generated day, on SQLite in a
+checkout-local AIRFLOW_HOME, with the inputs and the reports on a moto S3 server that Airflow
+knows only as the ``aws_default`` Connection (``AIRFLOW_CONN_AWS_DEFAULT``, its endpoint in
 ``extra.endpoint_url``): no AWS_* variable reaches the Airflow process, so the sensor, the
-report check, the alert and, through the variables the reconcile task derives from the
-Connection, the Spark job all find S3 through it. The daily run uses Spark local[2]; the
-backfill run submits to a real standalone cluster on 127.0.0.1 (tests/spark_cluster.py), so the
-DAG-on-cluster path (spark_default → spark://…, --py-files) is covered without a third Airflow
-run. The daily DAG runs a second time in Connect mode (the ``spark_connect_conn_id`` Param: a
-``spark_connect`` Connection to a Spark Connect server on 127.0.0.1 that the test starts as
-``make connect-up`` does, tests/connect_server.py): no spark-submit, the audit runs in the
-task's Python as a client of that server, and its report equals the spark-submit run's. Every
-published report's figures equal the generator's truth.json. One more run, on local folders,
-covers the Airflow-native outputs at once (issue 34): the Slack provider's notifier to a
-stand-in endpoint, the report root's Asset event and the downstream DAG that reads it, and
-OpenLineage's file transport. Slow (Spark + Airflow)."""
+report check, the alert, the downstream DAG and, through the variables the reconcile task
+derives from the Connection, the Spark job all find S3 through it. Two audit runs, each a
+module fixture that several tests read:
+
+* run A, the daily DAG by spark-submit on a real standalone cluster on 127.0.0.1
+  (tests/spark_cluster.py: spark_default → spark://…, the library as --py-files), the
+  generator's config and the log notifier: report, HTML and manifest on S3, alert per verdict;
+* run B, the backfill DAG over its Params' window (the generated day, with its grace) through
+  Spark Connect (the ``spark_connect_conn_id`` Param: a ``spark_connect`` Connection to the
+  Spark Connect server the test starts as ``make connect-up`` does, tests/connect_server.py;
+  no spark-submit, the audit runs in the task's Python as a client of that server), with
+  thresholds that any count breaks, so the fail verdict goes through the Slack provider's
+  notifier (a ``slackwebhook`` Connection) to a stand-in for Slack's endpoint on 127.0.0.1;
+  check_report emits the report root's Asset event (an s3:// URI) and the OpenLineage
+  provider (file transport) writes START and COMPLETE for reconcile. Then the downstream DAG
+  ``delivery_audit_on_report`` reads, from S3, the report the event names and writes its
+  ticket.
+
+Both reports' figures equal the generator's truth.json, and run B's report is run A's apart
+from the run metadata and what the strict thresholds change (the verdict's reasons, the
+results suite's threshold expectation). (A notifier on a closed port is
+tests/test_airflow_outputs.py's, at task level.) Slow (Spark + Airflow)."""
 
 from __future__ import annotations
 
@@ -33,7 +43,9 @@ from airflow_helpers import (
     airflow_env,
     aws_connection,
     dags_test,
+    differing_paths,
     layout_inputs,
+    migrate,
     slack_stand_in,
     task_logs,
     task_states,
@@ -51,6 +63,11 @@ DAY = "2026-11-19"
 WID = "20261119T000000Z_20261120T000000Z"
 BUCKET = "audit-reports"
 INPUTS = "kafka-logs"
+SOURCES = ("sends", "broker", "ledger", "events")
+#: where run B's report differs from run A's (apart from ``run``), found by differing_paths
+#: and each checked below: a fail threshold of 0 makes every non-zero count a verdict reason
+#: and breaks the results suite's expectation "every count within its fail threshold"
+STRICT_CHANGES = {"verdict.reasons", "results_validation.failed"}
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +103,30 @@ def s3(s3_endpoint, day_data):  # noqa: F811
     client.create_bucket(Bucket=INPUTS)
     for f in sorted(day_data.rglob("*")):
         rel = f.relative_to(day_data).as_posix()
-        if f.is_file() and rel.split("/", 1)[0] in ("sends", "broker", "ledger", "events"):
+        if f.is_file() and rel.split("/", 1)[0] in SOURCES:
             client.upload_file(str(f), INPUTS, rel)
     return client
 
 
-def _env(report_root: str, endpoint: str, config: Path, master: str | None = None,
-         connect: dict | None = None, **settings) -> dict[str, str]:
-    extra = {"AIRFLOW_CONN_AWS_DEFAULT": aws_connection(endpoint)}
-    if master:
-        extra["AIRFLOW_CONN_SPARK_DEFAULT"] = json.dumps({"conn_type": "spark", "host": master})
-    if connect:
-        extra["AIRFLOW_CONN_SPARK_CONNECT_E2E"] = json.dumps(connect)
+def _env(report_root: str, endpoint: str, config: Path, extra: dict | None = None,
+         **settings) -> dict[str, str]:
     return airflow_env(
         settings={"data_root": f"s3://{INPUTS}", "report_root": report_root,
                   "config_file": str(config), "notifier": {"type": "log"}, **settings},
-        extra=extra)
+        extra={"AIRFLOW_CONN_AWS_DEFAULT": aws_connection(endpoint), **(extra or {})})
 
 
 def _show(proc: subprocess.CompletedProcess) -> str:
     return (proc.stdout + proc.stderr)[-6000:]
+
+
+def _object(s3, key: str) -> dict:
+    return json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+def _keys(s3, prefix: str) -> set[str]:
+    return {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+            .get("Contents", [])}
 
 
 def _check_s3_went_through_the_connection(output: str, endpoint: str) -> None:
@@ -119,219 +140,231 @@ def _check_s3_went_through_the_connection(output: str, endpoint: str) -> None:
     assert AWS_SECRET not in output  # masked by Airflow; never in XCom (the plan)
 
 
-@pytest.fixture(scope="module")
-def daily_run(day_data, s3, s3_endpoint) -> dict:  # noqa: F811
-    """The daily DAG's spark-submit run of the day (local[2]), once for the module: its
-    process, task states, logs and published report (None when it published none)."""
-    env = _env(f"s3://{BUCKET}/daily", s3_endpoint, day_data / "config.yaml")
-    proc = dags_test("delivery_audit_daily", "2026-11-20", env=env)
-    prefix = f"daily/dt={DAY}/{WID}/"
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix)
-            .get("Contents", [])}
-    report = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "report.json")["Body"]
-                        .read()) if prefix + "report.json" in keys else None
-    return {"proc": proc, "states": task_states("delivery_audit_daily"), "keys": keys,
-            "output": proc.stdout + proc.stderr + task_logs("delivery_audit_daily"),
-            "prefix": prefix, "report": report}
-
-
-def test_daily_dag_reads_s3_and_publishes_report_and_manifest_to_s3(daily_run, day_data, s3,
-                                                                    s3_endpoint):  # noqa: F811
-    proc, states, prefix = daily_run["proc"], daily_run["states"], daily_run["prefix"]
-    assert proc.returncode == 0, _show(proc)
-    for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
-        assert states[f"audit.{t}"] == "success", (states, _show(proc))
-    _check_s3_went_through_the_connection(daily_run["output"], s3_endpoint)
-    assert {prefix + "report.json", prefix + "report.html", prefix + "_manifest.json"} <= \
-        daily_run["keys"]
-    report = daily_run["report"]
-    assert report["window"]["id"] == WID
-    assert all(f.startswith(f"s3://{INPUTS}/") for f in report["inputs"]["sends"]["files"])
-    # the published figures are the faults the generator injected, no more, no fewer
-    assert truth_differences(report, _truth(day_data)) == []
-    verdict = report["verdict"]["verdict"]
-    assert states["audit.alert"] == ("skipped" if verdict == "pass" else "success")
-    manifest = json.loads(s3.get_object(Bucket=BUCKET, Key=prefix + "_manifest.json")
-                          ["Body"].read())
-    assert {f["path"] for f in manifest["files"]} >= {"report.json", "report.html"}
-    # (a re-run replacing the window's prefix is proven on the same publish code in
-    # tests/test_storage.py, without a second Spark job here)
-
-
-def test_daily_dag_audits_through_spark_connect(daily_run, day_data, s3,
-                                                s3_endpoint,  # noqa: F811
-                                                connect_server):  # noqa: F811
-    """The daily DAG with the spark_connect_conn_id Param: reconcile is a Spark Connect client
-    of the test's server (no spark-submit, no JVM of its own); the report is the one its
-    classic twin (the spark-submit run of the same day, ``daily_run``) published, apart from
-    the run metadata, and both are the truth."""
-    host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
-    env = _env(f"s3://{BUCKET}/daily-connect", s3_endpoint, day_data / "config.yaml",
-               connect={"conn_type": "spark_connect", "host": host, "port": int(port)})
-    proc = dags_test("delivery_audit_daily", "2026-11-20", conf={
-        "spark_connect_conn_id": "spark_connect_e2e"}, env=env)
-    assert proc.returncode == 0, _show(proc)
-    states = task_states("delivery_audit_daily")
-    for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
-        assert states[f"audit.{t}"] == "success", (states, _show(proc))
-    output = proc.stdout + proc.stderr + task_logs("delivery_audit_daily")
-    assert "Spark: Spark Connect through Connection 'spark_connect_e2e'" in output
-    assert "auditing through Spark Connect (Connection 'spark_connect_e2e')" in output
-    _check_s3_went_through_the_connection(output, s3_endpoint)
-    key = f"daily-connect/dt={DAY}/{WID}/report.json"
-    report = json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
-    assert report["run"]["spark_session"] == "connect"
-    jobs = connect_server.jobs_tagged(f"delivery-audit-{report['run']['run_id']}")
-    assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
-    classic = daily_run["report"]
-    assert classic is not None, _show(daily_run["proc"])
-    assert classic["run"]["spark_session"] == "classic"
-    assert {k: v for k, v in report.items() if k != "run"} == \
-        {k: v for k, v in classic.items() if k != "run"}
-    assert truth_differences(report, _truth(day_data)) == []
-
-
-def test_backfill_dag_audits_its_window_to_the_truth_and_alerts_on_fail(
-        day_data, s3, s3_endpoint, tmp_path, spark_cluster):  # noqa: F811
-    """One backfill run, on the standalone cluster, inputs and reports on S3: the window of
-    its Params (the generated day, with its grace), whose report equals the generator's
-    truth; with thresholds that any count breaks, the alert path (exit 3 is a result, the
-    alert task reads the report from S3 and sends it through the log notifier)."""
-    config = yaml.safe_load((day_data / "config.yaml").read_text()) or {}
-    config["thresholds"] = {name: {"fail": 0} for name in ANOMALY_NAMES}  # any count fails
-    strict = tmp_path / "strict.yaml"
-    strict.write_text(yaml.safe_dump(config))
-    env = _env(f"s3://{BUCKET}", s3_endpoint, strict, master=spark_cluster.master_url,
-               spark_conf={"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2})
-    apps_before = {a["id"] for a in spark_cluster.status().get("completedapps", [])}
-    truth = _truth(day_data)
-    conf = {"start": truth["window"]["start"], "end": truth["window"]["end"],
-            "grace_minutes": truth["window"]["grace_minutes"],
-            "report_prefix": "backfill/e2e"}
-    proc = dags_test("delivery_audit_backfill", conf=conf, env=env)
-    assert proc.returncode == 0, _show(proc)
-    window_dir = f"backfill/e2e/dt={DAY}/{WID}/"
-    keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="backfill/")["Contents"]}
-    assert sorted(k for k in keys if k.endswith("report.json")) == [window_dir + "report.json"]
-    assert window_dir + "_manifest.json" in keys
-    report = json.loads(s3.get_object(Bucket=BUCKET, Key=window_dir + "report.json")
-                        ["Body"].read())
-    assert report["window"]["id"] == WID
-    assert report["window"]["start"] == truth["window"]["start"]
-    assert report["window"]["end"] == truth["window"]["end"]
-    assert report["window"]["grace_minutes"] == truth["window"]["grace_minutes"]
-    assert truth_differences(report, truth) == []
-    assert report["verdict"]["verdict"] == "fail"
-    states = task_states("delivery_audit_backfill")
-    assert states["audit.reconcile"] == "success" and states["audit.alert"] == "success"
-    output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
-    _check_s3_went_through_the_connection(output, s3_endpoint)
-    assert "alert sent (notifier log): verdict fail" in output, _show(proc)
-    assert f"Kafka delivery audit {WID}: FAIL" in output, _show(proc)
-    # it ran on the cluster, with the library shipped as --py-files
-    assert f"--master {spark_cluster.master_url}" in output, _show(proc)
-    assert "delivery_audit.zip" in output and "--py-files" in output, _show(proc)
-    apps = [a for a in spark_cluster.status().get("completedapps", [])
-            if a["id"] not in apps_before]
-    assert [a["state"] for a in apps] == ["FINISHED"], apps
-
-
 def _asset_events(uri: str) -> list[dict]:
-    """The extras of the Asset's events in the metadata DB (SQLite), oldest first."""
+    """The extras of the Asset's events in the metadata DB (SQLite), oldest first (Airflow
+    stores a bare bucket's s3://bucket as s3://bucket/)."""
     con = sqlite3.connect(AIRFLOW_HOME / "airflow.db")
     try:
         rows = con.execute("SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                           "WHERE a.uri = ? ORDER BY e.id", (uri,)).fetchall()
+                           "WHERE a.uri IN (?, ?) ORDER BY e.id",
+                           (uri, uri.rstrip("/") + "/")).fetchall()
     finally:
         con.close()
     return [json.loads(r[0]) if isinstance(r[0], str) else r[0] for r in rows]
 
 
-def test_outputs_alert_through_slack_asset_event_downstream_dag_and_lineage(day_data, tmp_path):
-    """One backfill run of a 2 h window, locally (inputs and reports in folders), with
-    thresholds that any count breaks: the fail verdict goes through the Slack provider's
-    notifier (a Slack webhook Connection, AIRFLOW_CONN_SLACK_E2E) to a stand-in for Slack's
-    endpoint on 127.0.0.1, check_report emits the report root's Asset event, and the
-    OpenLineage provider (file transport) writes START and COMPLETE for reconcile with every
-    input and the report folder. Then the downstream DAG reads the report the event names
-    and writes its ticket."""
+# --- run A: the daily DAG by spark-submit on the standalone cluster ---------------------------
+
+@pytest.fixture(scope="module")
+def daily_run(day_data, s3, s3_endpoint, spark_cluster) -> dict:  # noqa: F811
+    """The daily DAG's run of the day on the cluster, once for the module: its process, task
+    states, logs, the cluster's new applications and the published report (None: none)."""
+    env = _env(f"s3://{BUCKET}/daily", s3_endpoint, day_data / "config.yaml",
+               extra={"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+                   {"conn_type": "spark", "host": spark_cluster.master_url})},
+               spark_conf={"spark.sql.shuffle.partitions": 2, "spark.default.parallelism": 2})
+    apps_before = {a["id"] for a in spark_cluster.status().get("completedapps", [])}
+    proc = dags_test("delivery_audit_daily", "2026-11-20", env=env)
+    prefix = f"daily/dt={DAY}/{WID}/"
+    keys = _keys(s3, prefix)
+    return {"proc": proc, "states": task_states("delivery_audit_daily"), "keys": keys,
+            "output": proc.stdout + proc.stderr + task_logs("delivery_audit_daily"),
+            "apps": [a for a in spark_cluster.status().get("completedapps", [])
+                     if a["id"] not in apps_before],
+            "prefix": prefix, "report": _object(s3, prefix + "report.json")
+            if prefix + "report.json" in keys else None}
+
+
+def test_daily_dag_on_the_cluster_reads_s3_and_publishes_report_and_manifest_to_s3(
+        daily_run, day_data, s3, s3_endpoint, spark_cluster):  # noqa: F811
+    proc, states, prefix = daily_run["proc"], daily_run["states"], daily_run["prefix"]
+    output = daily_run["output"]
+    assert proc.returncode == 0, _show(proc)
+    for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report"):
+        assert states[f"audit.{t}"] == "success", (states, _show(proc))
+    _check_s3_went_through_the_connection(output, s3_endpoint)
+    # it ran on the cluster, with the library shipped as --py-files: one app, finished
+    assert f"--master {spark_cluster.master_url}" in output, _show(proc)
+    assert "delivery_audit.zip" in output and "--py-files" in output, _show(proc)
+    assert [a["state"] for a in daily_run["apps"]] == ["FINISHED"], daily_run["apps"]
+    assert {prefix + "report.json", prefix + "report.html", prefix + "_manifest.json"} <= \
+        daily_run["keys"]
+    report = daily_run["report"]
+    assert report["window"]["id"] == WID
+    assert report["run"]["spark_session"] == "classic"
+    assert all(f.startswith(f"s3://{INPUTS}/") for f in report["inputs"]["sends"]["files"])
+    # the published figures are the faults the generator injected, no more, no fewer
+    assert truth_differences(report, _truth(day_data)) == []
+    verdict = report["verdict"]["verdict"]
+    assert states["audit.alert"] == ("skipped" if verdict == "pass" else "success")
+    if verdict != "pass":
+        assert f"alert sent (notifier log): verdict {verdict}" in output, _show(proc)
+    manifest = _object(s3, prefix + "_manifest.json")
+    assert {f["path"] for f in manifest["files"]} >= {"report.json", "report.html"}
+    # (a re-run replacing the window's prefix is proven on the same publish code in
+    # tests/test_storage.py, without a second Spark job here)
+
+
+# --- run B: the backfill DAG through Spark Connect, strict, Slack, Asset, lineage -------------
+
+@pytest.fixture(scope="module")
+def backfill_run(daily_run, day_data, s3, s3_endpoint, connect_server,  # noqa: F811
+                 tmp_path_factory) -> dict:
+    """The backfill DAG's run of the generated day (after run A: the Asset's newest event is
+    this run's), once for the module."""
+    tmp = tmp_path_factory.mktemp("backfill")
     config = yaml.safe_load((day_data / "config.yaml").read_text()) or {}
     config["thresholds"] = {name: {"fail": 0} for name in ANOMALY_NAMES}  # any count fails
     config.pop("notifier", None)
-    strict = tmp_path / "strict.yaml"
+    strict = tmp / "strict.yaml"
     strict.write_text(yaml.safe_dump(config))
-    reports, tickets, lineage = tmp_path / "reports", tmp_path / "tickets", tmp_path / "ol"
+    lineage = tmp / "ol"
     lineage.mkdir()
+    host, port = connect_server.url[len("sc://"):].rsplit(":", 1)
+    truth = _truth(day_data)
+    migrate()
+    asset_uri = f"s3://{BUCKET}"
+    events_before = len(_asset_events(asset_uri))
     with slack_stand_in() as (slack_url, slack):
-        env = airflow_env(
-            settings={"data_root": str(day_data), "report_root": str(reports),
-                      "config_file": str(strict),
-                      "notifier": {"type": "slack", "conn_id": "slack_e2e"},
-                      "spark_conf": {"spark.sql.shuffle.partitions": 2}},
-            extra={"AIRFLOW_CONN_SLACK_E2E": json.dumps({
-                       "conn_type": "slackwebhook",
-                       "host": f"{slack_url}/services",
-                       "password": "T000/B000/SLACKSECRET"}),
-                   "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({
-                       "type": "file", "log_file_path": str(lineage / "events.jsonl"),
-                       "append": True}),
-                   "AIRFLOW__OPENLINEAGE__NAMESPACE": "delivery-audit-e2e"})
-        start, end = f"{DAY}T10:00:00Z", f"{DAY}T12:00:00Z"
-        proc = dags_test("delivery_audit_backfill",
-                         conf={"start": start, "end": end, "grace_minutes": 60}, env=env)
-    (tmp_path / "backfill-output.txt").write_text(proc.stdout + proc.stderr)
+        env = _env(asset_uri, s3_endpoint, strict,
+                   notifier={"type": "slack", "conn_id": "slack_e2e"},
+                   extra={"AIRFLOW_CONN_SPARK_CONNECT_E2E": json.dumps({
+                              "conn_type": "spark_connect", "host": host, "port": int(port)}),
+                          "AIRFLOW_CONN_SLACK_E2E": json.dumps({
+                              "conn_type": "slackwebhook", "host": f"{slack_url}/services",
+                              "password": "T000/B000/SLACKSECRET"}),
+                          "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({
+                              "type": "file", "log_file_path": str(lineage / "events.jsonl"),
+                              "append": True}),
+                          "AIRFLOW__OPENLINEAGE__NAMESPACE": "delivery-audit-e2e"})
+        proc = dags_test("delivery_audit_backfill", env=env, conf={
+            "start": truth["window"]["start"], "end": truth["window"]["end"],
+            "grace_minutes": truth["window"]["grace_minutes"], "report_prefix": "backfill/e2e",
+            "spark_connect_conn_id": "spark_connect_e2e"})
+    window_dir = f"backfill/e2e/dt={DAY}/{WID}/"
+    keys = _keys(s3, "backfill/")
+    return {"proc": proc, "env": env, "states": task_states("delivery_audit_backfill"),
+            "output": proc.stdout + proc.stderr + task_logs("delivery_audit_backfill"),
+            "keys": keys, "window_dir": window_dir, "slack": list(slack.received),
+            "report": _object(s3, window_dir + "report.json")
+            if window_dir + "report.json" in keys else None,
+            "asset_uri": asset_uri, "events": _asset_events(asset_uri)[events_before:],
+            "lineage": [json.loads(line) for f in sorted(lineage.iterdir())
+                        for line in f.read_text().splitlines() if line.strip()]}
+
+
+def test_backfill_dag_audits_its_window_through_spark_connect_to_the_truth_and_fails(
+        backfill_run, daily_run, day_data, s3_endpoint, connect_server):  # noqa: F811
+    """Reconcile is a Spark Connect client of the test's server (no spark-submit); the window
+    is the Params' (the generated day, with its grace); the report is the truth and, apart
+    from the run and what the strict thresholds change (STRICT_CHANGES), run A's (its
+    classic, cluster twin)."""
+    proc, states, output = backfill_run["proc"], backfill_run["states"], backfill_run["output"]
     assert proc.returncode == 0, _show(proc)
-    states = task_states("delivery_audit_backfill")
-    assert states["audit.check_report"] == "success" and states["audit.alert"] == "success", \
-        (states, _show(proc))
-    wid = "20261119T100000Z_20261119T120000Z"
-    report_dir = reports / f"dt={DAY}" / wid
-    report = json.loads((report_dir / "report.json").read_text())
+    for t in ("resolve_window", "wait_for_inputs", "reconcile", "check_report", "alert"):
+        assert states[f"audit.{t}"] == "success", (states, _show(proc))
+    assert "Spark: Spark Connect through Connection 'spark_connect_e2e'" in output
+    assert "auditing through Spark Connect (Connection 'spark_connect_e2e')" in output
+    _check_s3_went_through_the_connection(output, s3_endpoint)
+    window_dir = backfill_run["window_dir"]
+    assert sorted(k for k in backfill_run["keys"] if k.endswith("report.json")) == \
+        [window_dir + "report.json"]
+    assert window_dir + "_manifest.json" in backfill_run["keys"]
+    report, truth = backfill_run["report"], _truth(day_data)
+    assert report["run"]["spark_session"] == "connect"
+    jobs = connect_server.jobs_tagged(f"delivery-audit-{report['run']['run_id']}")
+    assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
+    assert report["window"]["id"] == WID
+    for field in ("start", "end", "grace_minutes"):
+        assert report["window"][field] == truth["window"][field], field
+    assert truth_differences(report, truth) == []
     assert report["verdict"]["verdict"] == "fail"
-    output = proc.stdout + proc.stderr + task_logs("delivery_audit_backfill")
+    classic = daily_run["report"]
+    assert classic is not None, _show(daily_run["proc"])
+    changed = differing_paths({k: v for k, v in report.items() if k != "run"},
+                              {k: v for k, v in classic.items() if k != "run"})
+    # run A (the generator's thresholds) fails too, on its critical counts: same verdict
+    assert set(changed) == STRICT_CHANGES | (
+        set() if classic["verdict"]["verdict"] == "fail" else {"verdict.verdict"}), changed
+    counts = {k: v["count"] for k, v in report["anomalies"].items() if v.get("count")}
+    assert counts and all(f"{name} = {n} > fail threshold 0" in report["verdict"]["reasons"]
+                          for name, n in counts.items()), report["verdict"]["reasons"]
+    assert report["results_validation"]["success"] is False
+    # one more failed expectation, first in suite order: the threshold check (fail >= count),
+    # broken by one (0, count) row per non-zero count; run A's failures follow alike, only
+    # over a results table grown by those threshold rows (element_count)
+    failed, before = report["results_validation"]["failed"], classic["results_validation"]["failed"]
+    threshold, rest = failed[0], failed[1:]
+    assert threshold["expectation"] == "expect_column_pair_values_a_to_be_greater_than_b", failed
+    assert threshold["unexpected_count"] == len(counts), threshold
+    assert all(fail == 0 and n > 0 for fail, n in threshold["examples"]), threshold
+    assert [{k: v for k, v in f.items() if k != "element_count"} for f in rest] == \
+        [{k: v for k, v in f.items() if k != "element_count"} for f in before], (rest, before)
+    assert all(b["element_count"] > a["element_count"]
+               for b, a in zip(rest, before, strict=True)), rest
+
+
+def test_backfill_fail_goes_to_slack_the_asset_event_and_lineage(backfill_run):
+    """The Slack POST names the verdict and the report's URLs (no secret in any output); the
+    Asset event's extra the window, verdict, counts and report; lineage START and COMPLETE of
+    reconcile every input, the report folder and the data-quality assertions."""
+    output, report = backfill_run["output"], backfill_run["report"]
+    assert report is not None, _show(backfill_run["proc"])
+    report_dir, root = f"s3://{BUCKET}/{backfill_run['window_dir']}".rstrip("/"), \
+        f"s3://{BUCKET}/backfill/e2e"
     assert "SLACKSECRET" not in output
 
     # 1. the alert: one POST to the webhook path of the Connection, naming verdict and report
-    assert [r["path"] for r in slack.received] == ["/services/T000/B000/SLACKSECRET"]
-    text = slack.received[0]["body"]["text"]
-    assert f"Kafka delivery audit {wid}: FAIL" in text
+    assert [r["path"] for r in backfill_run["slack"]] == ["/services/T000/B000/SLACKSECRET"]
+    text = backfill_run["slack"][0]["body"]["text"]
+    assert f"Kafka delivery audit {WID}: FAIL" in text
     assert f"Report: {report_dir}/report.html" in text
-    assert f"All windows: {reports}/index.html" in text
-    assert "alert sent (notifier slack (Connection 'slack_e2e'))" in output, _show(proc)
+    assert f"All windows: {root}/index.html" in text
+    assert "alert sent (notifier slack (Connection 'slack_e2e'))" in output, \
+        _show(backfill_run["proc"])
 
-    # 2. the Asset event: the report root's URI, the window, verdict and counts as extra
-    events = _asset_events(reports.as_uri())
-    assert events, _show(proc)
-    extra = events[-1]
+    # 2. the Asset event: the report root's s3:// URI, the window, verdict and counts as extra
+    assert len(backfill_run["events"]) == 1, (backfill_run["events"], _show(backfill_run["proc"]))
+    extra = backfill_run["events"][0]
     counts = {k: v["count"] for k, v in report["anomalies"].items() if v.get("count")}
-    assert extra["window"] == wid and extra["verdict"] == "fail"
+    assert extra["window"] == WID and extra["verdict"] == "fail"
+    assert extra["start"] == report["window"]["start"] and extra["end"] == report["window"]["end"]
     assert extra["anomalies"] == counts and extra["report_json"] == f"{report_dir}/report.json"
 
-    # 3. lineage: START and COMPLETE of reconcile, every input and the report folder
-    ol = [json.loads(line) for f in sorted(lineage.iterdir())
-          for line in f.read_text().splitlines() if line.strip()]
+    # 3. lineage: START and COMPLETE of reconcile, every input and the report folder on S3
+    ol = backfill_run["lineage"]
     mine = {e["eventType"]: e for e in ol
             if e["job"]["name"] == "delivery_audit_backfill.audit.reconcile"}
     assert {"START", "COMPLETE"} <= set(mine), [(e["eventType"], e["job"]["name"]) for e in ol]
-    sources = [str(day_data / s / "dt=*" / "*.jsonl*") for s in ("sends", "broker", "ledger",
-                                                                  "events")]
+    folder = report_dir[len(f"s3://{BUCKET}/"):]
     for kind in ("START", "COMPLETE"):
         ev = mine[kind]
-        assert sorted(i["name"] for i in ev["inputs"]) == sorted(sources), ev["inputs"]
-        assert {o["namespace"] for o in ev["inputs"] + ev["outputs"]} == {"file"}
-        assert str(report_dir) in [o["name"] for o in ev["outputs"]], ev["outputs"]
+        assert sorted((i["namespace"], i["name"]) for i in ev["inputs"]) == \
+            sorted((f"s3://{INPUTS}", f"{s}/dt=*/*.jsonl*") for s in SOURCES), ev["inputs"]
+        assert {o["namespace"] for o in ev["outputs"]} == {f"s3://{BUCKET}"}
+        assert folder in [o["name"] for o in ev["outputs"]], ev["outputs"]
     complete = {o["name"]: o for o in mine["COMPLETE"]["outputs"]}
-    assertions = complete[f"{report_dir}/anomalies"]["facets"]["dataQualityAssertions"]
+    assertions = complete[f"{folder}/anomalies"]["facets"]["dataQualityAssertions"]
     by_name = {a["name"]: a for a in assertions["assertions"]}
     assert by_name["verdict"]["success"] is False and by_name["verdict"]["actual"] == "fail"
     assert {n: int(a["actual"]) for n, a in by_name.items() if n != "verdict" and
             int(a["actual"])} == counts
 
-    # 4. the downstream DAG: the Asset's newest event names this report; a fail → a ticket
-    down = dags_test("delivery_audit_on_report", conf={"ticket_dir": str(tickets)}, env=env)
+
+def test_downstream_dag_reads_the_s3_report_the_event_names_and_writes_its_ticket(
+        backfill_run, tmp_path):
+    """delivery_audit_on_report, on the same s3:// Asset: the newest event (run B's) names a
+    report on S3, read through the event's AWS Connection; a fail → a ticket."""
+    report = backfill_run["report"]
+    assert report is not None, _show(backfill_run["proc"])
+    tickets = tmp_path / "tickets"
+    down = dags_test("delivery_audit_on_report", conf={"ticket_dir": str(tickets)},
+                     env=backfill_run["env"])
     assert down.returncode == 0, _show(down)
     assert task_states("delivery_audit_on_report") == {"read_report": "success"}, _show(down)
-    ticket = json.loads((tickets / f"{wid}.json").read_text())
-    assert ticket["window"] == wid and ticket["verdict"] == "fail"
-    assert ticket["report"] == f"{report_dir}/report.html"
-    assert ticket["anomalies"] == counts
+    assert AWS_SECRET not in down.stdout + down.stderr
+    ticket = json.loads((tickets / f"{WID}.json").read_text())
+    assert ticket["window"] == WID and ticket["verdict"] == "fail"
+    assert ticket["report"] == f"s3://{BUCKET}/{backfill_run['window_dir']}report.html"
+    assert ticket["anomalies"] == {k: v["count"] for k, v in report["anomalies"].items()
+                                   if v.get("count")}

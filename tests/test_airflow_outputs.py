@@ -169,6 +169,20 @@ def test_the_assets_uri_at_parse_time():
     assert assets.as_uri("s3://r/delivery/") == "s3://r/delivery"
 
 
+def test_an_s3_bucket_root_is_its_assets_uri_and_a_prefix_is_named_apart(capsys):
+    """Airflow keeps s3://bucket as s3://bucket/: a run publishing at the bucket's root is
+    the Asset's (no 'not the Asset's URI' line); one under a report_prefix is named apart."""
+    asset = assets.report_asset({assets.ASSET_ENV: "s3://reports"})
+    assert asset.uri == "s3://reports/"
+    summary = {"verdict": "fail", "report_json": "r.json", "report_html": "r.html"}
+    for out, apart in (("s3://reports", False), ("s3://reports/backfill/x", True)):
+        plan = {"window": {"id": WID, "start": "s", "end": "e"}, "out": out,
+                "report_dir": f"{out}/dt=2026-11-19/{WID}"}
+        extra = assets.emit(_OutletEvents(), [asset], plan, summary, None)
+        assert extra["report_root"] == out
+        assert ("is not the Asset's URI" in capsys.readouterr().out) is apart, out
+
+
 def test_the_downstream_dag_is_scheduled_on_the_asset_check_report_emits():
     from airflow.dag_processing.dagbag import DagBag
 

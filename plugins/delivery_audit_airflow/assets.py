@@ -92,7 +92,8 @@ def emit(outlet_events: Any, outlets: list, plan: dict[str, Any], summary: dict[
     extra = event_extra(plan, summary, index)
     for asset in outlets:
         outlet_events[asset].extra = extra
-        if as_uri(plan["out"]) != asset.uri:
+        # Airflow stores a bare bucket's s3://bucket as s3://bucket/: the same root
+        if as_uri(plan["out"]).rstrip("/") != asset.uri.rstrip("/"):
             print(f"report root {plan['out']} is not the Asset's URI {asset.uri}: the event's "
                   "report_dir names where this report is")
         print(f"Asset event {asset.uri}: window {extra['window']} verdict {extra['verdict']} "
