@@ -33,6 +33,7 @@ from delivery_audit_airflow.kafka_snapshot import (  # noqa: E402
 )
 from delivery_audit_airflow.plan import PlanError, build_plan, job_args  # noqa: E402
 from delivery_audit_airflow.settings import Settings  # noqa: E402
+from mock_cluster import mock_cluster
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
 
 from delivery_audit.anomalies import ANOMALY_NAMES  # noqa: E402
@@ -198,16 +199,8 @@ KAFKA_SECRET = "kafka-secret-e2e"
 
 @pytest.fixture(scope="module")
 def cluster():
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
-
-    try:
-        mock = MockCluster(brokers=1)
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the mock cluster cannot start here: {exc}")
-    yield mock
-    gc.collect()  # every client is gone before the cluster
-    mock.stop()
+    with mock_cluster() as mock:
+        yield mock
 
 
 def test_the_snapshot_task_skips_when_off_and_fails_at_once_on_a_missing_topic(
