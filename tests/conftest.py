@@ -65,6 +65,10 @@ from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401
 # test_idempotence.py
 from s3_publishing import bucket, module_proxy, proxy  # noqa: E402, F401
 
+# every generated scenario in one input and its classic audit, shared by test_scenarios.py
+# and test_connect.py
+from shared_audits import scenario_audit, scenario_day  # noqa: E402, F401
+
 # tests/data/small through the CLI, shared by test_cli.py and test_idempotence.py
 from small_audit import small_audit  # noqa: E402, F401
 
@@ -75,7 +79,8 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 
 # Fixtures that run a whole audit: a test using one is an `audit` test (not in make
 # test-fast), wherever it lives.
-AUDIT_FIXTURES = {"small_audit", "plain_audit", "pseudo_audit", "two_runs"}
+AUDIT_FIXTURES = {"small_audit", "plain_audit", "pseudo_audit", "two_runs",
+                  "scenario_audit"}
 
 
 def pytest_collection_modifyitems(items):

@@ -2,7 +2,8 @@
 
 One Connect server for the session (tests/connect_server.py: what ``make connect-up`` runs,
 on 127.0.0.1, stopped by PID). Every generated scenario (all of them in one input, each
-scenario's topics and groups prefixed with its name, as in test_scenarios.py) and the CLI's
+scenario's topics and groups prefixed with its name: tests/shared_audits.py, the session's
+audit of the day that test_scenarios.py checks against the truths) and the CLI's
 small day (CSV broker, gzipped ledger, a pruned partition: tests/small_audit.py's run) give
 the same report.json through Connect as through the classic session, apart from the run
 metadata; and the Connect runs really ran on the server (its UI lists their jobs).
@@ -17,20 +18,15 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
-from scenario_inputs import relabel
+from shared_audits import AUDIT_ENV, SOURCES
 
-from delivery_audit.audit import AuditRequest, build_request, run_audit
-from delivery_audit.config import load_config
-from delivery_audit.core.window import AuditWindow
+from delivery_audit.audit import build_request
 from delivery_audit.redaction import redact_text
 from delivery_audit.spark import check_reachable, get_spark, range_splits, spark_remote
-from delivery_audit_sim.generator import SCENARIOS, generate_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 for folder in ("plugins", "jobs"):
@@ -41,15 +37,13 @@ from delivery_audit_airflow.connect import request_fields  # noqa: E402
 from delivery_audit_airflow.plan import job_args  # noqa: E402
 from reconcile import parser  # noqa: E402  (jobs/reconcile.py)
 
-START = datetime(2026, 11, 19, tzinfo=UTC)
-SOURCES = ("sends", "broker", "ledger", "events")
-SIZES = {"mixed": 2000}
 RUN_METADATA = "run"  # run id, instants, stages, session kind, job count: differ per run
 
 
-def _connect_cli(args: list[str], url: str) -> tuple[subprocess.CompletedProcess, float]:
+def _connect_cli(args: list[str], url: str, env: dict[str, str] | None = None,
+                 ) -> tuple[subprocess.CompletedProcess, float]:
     """``delivery-audit run ARGS --spark-remote URL`` as a whole client process, timed."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "delivery_audit.cli", *args, "--spark-remote",
                            url, "--no-notify"], env=env, capture_output=True, text=True,
@@ -73,33 +67,23 @@ def _figures(report: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def scenarios(spark, connect_server, tmp_path_factory) -> dict:  # noqa: F811
-    """Every generated scenario in one input, audited by a Connect client process and, while
-    that runs (the server's work overlaps this process's), by the classic session
-    (run_audit in this process)."""
-    tmp = tmp_path_factory.mktemp("connect-scenarios")
-    groups, ranges = {}, []
-    for scenario in SCENARIOS:
-        truth = generate_scenario(scenario, SIZES.get(scenario, 600), 11, START, tmp / scenario)
-        cfg = relabel(tmp / scenario, tmp / "all", f"{scenario}.")
-        groups.update(cfg["groups"])
-        ranges += cfg["dump_ranges"]
-    config = tmp / "config.yaml"
-    config.write_text(yaml.safe_dump({"groups": groups, "dump_ranges": ranges}))
-    w = truth["window"]
-    args = ["run", *[x for s in SOURCES for x in (f"--{s}", str(tmp / "all" / s / "*"))],
-            "--config", str(config), "--start", w["start"], "--end", w["end"],
-            "--grace", f"{w['grace_minutes']:g}m", "--out", str(tmp / "connect")]
+def scenarios(request, scenario_day, connect_server) -> dict:  # noqa: F811
+    """Every generated scenario in one input (tests/shared_audits.py), audited by a Connect
+    client process and by the classic session: the session's audit of the day, shared with
+    test_scenarios.py (run_audit in this process; when this module runs first it runs while
+    the client does, the server's work overlapping this process's). Both with the same
+    settings (shared_audits.AUDIT_ENV: generated code on)."""
+    root, w = scenario_day["root"], scenario_day["window"]
+    args = ["run", *[x for s in SOURCES for x in (f"--{s}", scenario_day["inputs"][s][0])],
+            "--config", str(scenario_day["config"]), "--start", w["start"], "--end", w["end"],
+            "--grace", f"{w['grace_minutes']:g}m", "--out", str(root / "connect")]
     with ThreadPoolExecutor(1) as pool:
-        connect = pool.submit(_connect_cli, args, connect_server.url)
-        classic = run_audit(AuditRequest(
-            inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
-            window=AuditWindow.of(w["start"], w["end"], w["grace_minutes"]),
-            out=str(tmp / "classic"), config=load_config(config), notify=False, spark=spark))
+        connect = pool.submit(_connect_cli, args, connect_server.url, AUDIT_ENV)
+        classic = request.getfixturevalue("scenario_audit")
         proc, seconds = connect.result()
     assert proc.returncode in (0, 3), (proc.stdout + proc.stderr)[-4000:]
-    return {"classic": classic.report, "scenarios": list(SCENARIOS),
-            "connect": {"report": _report(tmp / "connect"), "seconds": seconds}}
+    return {"classic": classic["report"], "scenarios": scenario_day["scenarios"],
+            "connect": {"report": _report(root / "connect"), "seconds": seconds}}
 
 
 @pytest.fixture(scope="module")

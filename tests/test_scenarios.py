@@ -4,70 +4,30 @@ the mixed day's narrative names each injected fault with the truth's numbers.
 
 One Spark audit checks every scenario: each scenario's topics and groups get the
 scenario's name as a prefix, so the scenarios cannot meet, and each truth is compared
-with the rows of its own topics and groups.  The exactly-once scenario's truth follows
+with the rows of its own topics and groups. The audit (run_audit, published) is the
+session's (tests/shared_audits.py), which test_connect.py also compares with a Spark Connect
+client's. The exactly-once scenario's truth follows
 contract §9 (transactions, latency); it is expected to fail until the engine detects §9.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
 
 import pytest
-from scenario_inputs import TOP_LEVEL, relabel
 
 from delivery_audit.anomalies import ANOMALY_NAMES, STATES
-from delivery_audit.audit import AuditRequest, Stages, extract, finish_report, reconcile
-from delivery_audit.config import AuditConfig
-from delivery_audit.core.window import AuditWindow
-from delivery_audit.report.assemble import assemble
-from delivery_audit_sim.generator import SCENARIOS, generate_scenario
+from delivery_audit_sim.generator import SCENARIOS
 
 pytestmark = pytest.mark.audit  # whole audits of generated scenarios: not in make test-fast
 
-START = datetime(2026, 11, 19, tzinfo=UTC)
-SOURCES = ("sends", "broker", "ledger", "events")
-SIZES = {"mixed": 2000}
-
 
 @pytest.fixture(scope="module")
-def audited(spark, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("scenarios")
-    truths, groups, ranges, top = {}, {}, [], {}
-    for scenario in SCENARIOS:
-        prefix = f"{scenario}."
-        truth = generate_scenario(scenario, SIZES.get(scenario, 600), 11, START,
-                                  tmp / scenario)
-        cfg = relabel(tmp / scenario, tmp / "all", prefix)
-        assert cfg["dense_seq"] is True
-        groups.update(cfg["groups"])
-        ranges += cfg["dump_ranges"]
-        for k in TOP_LEVEL:
-            if k in cfg:
-                assert top.setdefault(k, cfg[k]) == cfg[k], k   # one value for every scenario
-        truths[scenario] = truth
-    window = AuditWindow.of(truth["window"]["start"], truth["window"]["end"],
-                            truth["window"]["grace_minutes"])
-    req = AuditRequest(inputs={s: [str(tmp / "all" / s / "*")] for s in SOURCES},
-                       window=window, out=str(tmp / "reports"),
-                       config=AuditConfig.from_dict({"groups": groups, "dump_ranges": ranges,
-                                                     **top}))
-    stages = Stages()
-    # the truth is checked with generated code on, as Spark runs audits of 64 MiB and more
-    # (smaller inputs are evaluated interpreted; every other test's audit runs that way)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DELIVERY_AUDIT_CODEGEN", "true")
-        ingested = extract(spark, req, stages, tmp / "work")  # as run_audit: staged sources
-        assert spark.conf.get("spark.sql.codegen.factoryMode") == "FALLBACK"
-        frames = {s: i.valid for s, i in ingested.sources.items()}
-        rec = reconcile(spark, req, stages, tmp / "staging", ingested, frames, "test", START)
-        # the rest of the audit as run_audit does it: rebalances, verdict, narrative, page
-        report = assemble(finish_report(req, rec.parts, rec, stages, tmp / "staging"))
-    rows = [r.asDict() for r in rec.anomalies.groupBy("anomaly", "topic", "cause")
-            .sum("units").withColumnRenamed("sum(units)", "units").collect()]
-    spark.catalog.clearCache()
-    return {"truths": truths, "report": report, "rows": rows, "frames": frames,
-            "work": tmp / "work", "html": (tmp / "staging" / "report.html").read_text("utf-8")}
+def audited(scenario_day, scenario_audit):
+    """The session's audit of every scenario in one input (tests/shared_audits.py: run_audit,
+    generated code on; test_connect.py compares it with a Connect client's)."""
+    assert scenario_audit["factory_mode"] == "FALLBACK"  # generated code was on
+    return {"truths": scenario_day["truths"], **scenario_audit}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -104,11 +64,12 @@ def test_accounting_holds_for_the_combined_inputs(audited):
 def test_detection_reads_each_source_from_one_staged_parquet_leaf(audited):
     """Detection's plans start from one leaf per source (ingest.stage_valid): over the
     ingestion plan, building the rules' plans took most of a small audit's time."""
-    work = audited["work"].resolve()
+    work = audited["work"]
+    assert set(audited["frames"]) == {"sends", "broker", "ledger", "events"}
     for source, df in audited["frames"].items():
-        tree = df._jdf.queryExecution().analyzed().treeString().strip()
+        tree = df["tree"]
         assert len(tree.splitlines()) == 1 and "parquet" in tree.lower(), (source, tree)
-        files = df.inputFiles()
+        files = df["files"]
         assert files and all(str(work) in f for f in files), (source, files)
 
 
