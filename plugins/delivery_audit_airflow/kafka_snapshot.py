@@ -121,7 +121,7 @@ def replace_folder(staged: Path, target: str, files: uris.Files) -> list[str]:
     if uris.is_s3(target):
         files.replace_prefix(staged, target, names)
         return names
-    final = Path(target[len("file://"):] if target.startswith("file://") else target)
+    final = uris.local_path(target)
     final.parent.mkdir(parents=True, exist_ok=True)
     if staged.parent != final.parent:  # a rename needs the same folder (file system)
         sibling = final.parent / f".{final.name}.staging-{uuid.uuid4().hex[:8]}"
@@ -139,7 +139,7 @@ def _staging_root(target: str) -> str | None:
     """Where to stage: next to a local target (one rename publishes it), else a temp folder."""
     if uris.is_s3(target):
         return None
-    final = Path(target[len("file://"):] if target.startswith("file://") else target)
+    final = uris.local_path(target)
     final.parent.mkdir(parents=True, exist_ok=True)
     return str(final.parent)
 

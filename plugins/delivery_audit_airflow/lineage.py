@@ -19,8 +19,9 @@ The provider and openlineage-python are imported only here, when the listener as
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
+
+from delivery_audit_airflow import uris
 
 SOURCES = ("sends", "broker", "ledger", "events")
 
@@ -31,8 +32,7 @@ def dataset_name(uri: str) -> tuple[str, str]:
     if uri.startswith(("s3://", "s3a://", "s3n://")):
         bucket, _, key = uri.split("://", 1)[1].partition("/")
         return f"s3://{bucket}", key or "/"
-    path = uri[len("file://"):] if uri.startswith("file://") else uri
-    return "file", str(Path(path).absolute())
+    return "file", str(uris.local_path(uri).absolute())
 
 
 def inputs_of(plan: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ def is_s3(uri: str) -> bool:
     return uri.startswith(("s3://", "s3a://"))
 
 
-def _local(uri: str) -> Path:
+def local_path(uri: str) -> Path:
     return Path(uri[len("file://"):] if uri.startswith("file://") else uri)
 
 
@@ -53,20 +53,20 @@ class Files:
         if pattern.startswith(("s3a://", "s3n://")):
             raise ValueError(f"{pattern}: use s3:// URIs")
         if not is_s3(pattern):
-            return local_files(str(_local(pattern)))[:limit]
+            return local_files(str(local_path(pattern)))[:limit]
         bucket, key_glob = split_s3(pattern)
         keys = s3_keys(key_glob, key_lister(self._hook().get_conn(), bucket))
         return [f"s3://{bucket}/{k}" for k in keys][:limit]
 
     def exists(self, uri: str) -> bool:
         if not is_s3(uri):
-            return _local(uri).is_file()
+            return local_path(uri).is_file()
         bucket, key = split_s3(uri)
         return self._hook().head_object(key=key, bucket_name=bucket) is not None  # None: 404
 
     def read_bytes(self, uri: str) -> bytes:
         if not is_s3(uri):
-            return _local(uri).read_bytes()
+            return local_path(uri).read_bytes()
         bucket, key = split_s3(uri)
         return self._hook().get_conn().get_object(Bucket=bucket, Key=key)["Body"].read()
 
@@ -76,7 +76,7 @@ class Files:
     def list_files(self, prefix_uri: str) -> list[str]:
         """Every file below a folder URI (recursive), as paths relative to it."""
         if not is_s3(prefix_uri):
-            root = _local(prefix_uri)
+            root = local_path(prefix_uri)
             if not root.is_dir():
                 return []
             return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())

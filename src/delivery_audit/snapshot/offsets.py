@@ -5,11 +5,12 @@ committed offsets. ``offsets_document`` is offsets.json's shape, exactly."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kafka.structs import TopicPartition
 
+from ..core.timefmt import epoch_ms, iso_z
 from .cluster import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED, Cluster
 
 
@@ -31,12 +32,6 @@ class PartitionRange:
         return {"topic": self.topic, "partition": self.partition, "log_start": self.log_start,
                 "end": self.end, "last_stable": self.last_stable,
                 "read_from": self.read_from, "read_to": self.read_to}
-
-
-def epoch_ms(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 def read_range(log_start: int, end: int, from_offset: int | None,
@@ -66,10 +61,6 @@ def partition_range(cluster: Cluster, tp: TopicPartition, start: datetime | None
     return PartitionRange(tp.topic, tp.partition, log_start, high, stable, lo, hi)
 
 
-def iso_utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def offsets_document(taken_at: datetime, ranges: list[PartitionRange],
                      committed: dict[str, dict[TopicPartition, int | None]]) -> dict[str, Any]:
     """offsets.json (contract §9.1): partitions in (topic, partition) order, groups in the
@@ -78,11 +69,10 @@ def offsets_document(taken_at: datetime, ranges: list[PartitionRange],
                "committed": offsets[tp]}
               for group, offsets in committed.items()
               for tp in sorted(offsets)]
-    return {"taken_at": iso_utc(taken_at),
+    return {"taken_at": iso_z(taken_at, "milliseconds"),
             "partitions": [r.to_json() for r in sorted(ranges,
                                                        key=lambda r: (r.topic, r.partition))],
             "groups": groups}
 
 
-__all__ = ["PartitionRange", "epoch_ms", "iso_utc", "offsets_document", "partition_range",
-           "read_range"]
+__all__ = ["PartitionRange", "offsets_document", "partition_range", "read_range"]
