@@ -14,7 +14,7 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # the SQL settings every test module starts from (an audit run by a test re-applies the
 # engine's defaults and tunes the session for its input; an audit that fails before tuning
 # would leave the defaults behind, and a later module's job counts would depend on order)
-TEST_SQL_CONF = {"spark.sql.shuffle.partitions": "2",
+TEST_SQL_CONF = {"spark.sql.shuffle.partitions": "1",
                  # tiny frames: as the audit does below 1 GiB staged (spark.py)
                  "spark.sql.adaptive.enabled": "false"}
 

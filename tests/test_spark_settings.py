@@ -7,6 +7,7 @@ import pytest
 
 from delivery_audit.spark import (
     CODEGEN_FROM_BYTES,
+    SMALL_STAGED_BYTES,
     STAGED_BYTES_PER_SHUFFLE_PARTITION,
     tune_for_input,
     tune_for_staged,
@@ -35,8 +36,8 @@ def _settings(spark):
 
 def test_small_input_is_interpreted_and_large_input_compiled(session):
     cores = str(session.sparkContext.defaultParallelism)
-    tune_for_input(session, 15 * MiB)
-    assert _settings(session) == {"partitions": cores, "enabled": "false",
+    tune_for_input(session, 15 * MiB)  # a small input's aggregations: one partition
+    assert _settings(session) == {"partitions": "1", "enabled": "false",
                                   "wholeStage": "false", "factoryMode": "NO_CODEGEN"}
     tune_for_input(session, CODEGEN_FROM_BYTES)
     assert _settings(session) == {"partitions": cores, "enabled": "false",
@@ -45,6 +46,9 @@ def test_small_input_is_interpreted_and_large_input_compiled(session):
 
 def test_shuffles_are_sized_by_the_staged_parquet(session):
     cores = session.sparkContext.defaultParallelism
+    assert tune_for_staged(session, 2 * MiB) == 1  # a small day: one partition per shuffle
+    assert tune_for_staged(session, SMALL_STAGED_BYTES - 1) == 1
+    assert tune_for_staged(session, SMALL_STAGED_BYTES) == cores
     assert tune_for_staged(session, 134 * MiB) == cores  # 1M messages
     assert session.conf.get("spark.sql.adaptive.enabled") == "false"
     n = tune_for_staged(session, 2 * GiB)
