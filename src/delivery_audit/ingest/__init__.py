@@ -110,10 +110,11 @@ class Staged:
         return self.resolved.source
 
 
-def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
-                 config: AuditConfig, work: Path) -> Staged:
-    """The one scan of a source: read, typed, flagged and written to ``work/staged/<source>``
-    (an adapter's canonical output goes to ``work/adapted/<source>`` first)."""
+def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
+                config: AuditConfig, work: Path) -> tuple[DataFrame, dict[str, int]]:
+    """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
+    output goes to ``work/adapted/<source>`` first, on the driver); and the adapter's extra
+    counts."""
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
@@ -131,8 +132,8 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
     parsed = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
         "_file", "_block", "_pos",
-        # a row id unique in the staged copy: above any union of file groups (inside one,
-        # each branch numbers its own partitions from 0)
+        # a row id unique in the source's staged copy: above any union of file groups
+        # (inside one, each branch numbers its own partitions from 0)
         F.monotonically_increasing_id().alias("_rid"),
         F.when(~parsed & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
         "_reason",
@@ -140,14 +141,54 @@ def stage_source(spark: SparkSession, resolved: ResolvedInput, window: AuditWind
         *[F.col(f.name) for f in FIELDS[source]],
         _status_column(source, window, config).alias("_status"),
     )
-    root = work / "staged" / source
+    return staged, extra_counts
+
+
+def _all_columns() -> list[T.StructField]:
+    """Every source's staged columns, once each (a name has one type in every source)."""
+    seen: dict[str, T.StructField] = {}
+    for source in FIELDS:
+        for f in staged_schema(source).fields:
+            seen.setdefault(f.name, f)
+    return [f for n, f in seen.items() if n != "_status"]
+
+
+def _cannot_read(resolved: ResolvedInput, exc: Exception) -> InputError:
+    return InputError(f"{resolved.source}: cannot read {', '.join(resolved.origins[:3])}"
+                      f"{' …' if len(resolved.origins) > 3 else ''}: "
+                      f"{str(exc).splitlines()[0][:300]}")
+
+
+def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
+                  window: AuditWindow, config: AuditConfig, work: Path) -> dict[str, Staged]:
+    """Every source's one scan, written in **one** Spark job to ``work/staged``, partitioned
+    by ``_source`` and ``_status``: each source's copy is ``work/staged/_source=<source>``
+    (its own columns; the other sources' are null there and not read back). A file Spark
+    cannot decode fails the run naming its source: the write is retried source by source
+    to find which (only on failure)."""
+    planned = {s: staged_rows(spark, r, window, config, work) for s, r in resolved.items()}
+    columns = _all_columns()
+    root = work / "staged"
+
+    def one_frame(sources: list[str]) -> DataFrame:
+        return union_all([
+            planned[s][0].select(
+                *[F.col(c.name) if c.name in planned[s][0].columns
+                  else F.lit(None).cast(c.dataType).alias(c.name) for c in columns],
+                F.lit(s).alias("_source"), "_status")
+            for s in sources])
+
     try:
-        staged.write.partitionBy("_status").mode("overwrite").parquet(str(root))
-    except Exception as exc:  # a file Spark cannot decode at all
-        raise InputError(f"{source}: cannot read {', '.join(resolved.origins[:3])}"
-                         f"{' …' if len(resolved.origins) > 3 else ''}: "
-                         f"{str(exc).splitlines()[0][:300]}") from exc
-    return Staged(resolved, root, extra_counts)
+        (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
+         .mode("overwrite").parquet(str(root)))
+    except Exception as exc:  # a file Spark cannot decode at all: find its source
+        for s in sorted(planned):
+            try:
+                one_frame([s]).write.mode("overwrite").parquet(str(work / "probe" / s))
+            except Exception as one:  # noqa: BLE001 - this source's files are the cause
+                raise _cannot_read(resolved[s], one) from one
+        raise _cannot_read(resolved[sorted(planned)[0]], exc) from exc
+    return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
 
 
 def _read_staged(spark: SparkSession, st: Staged) -> DataFrame:
@@ -284,16 +325,17 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
     valid rows. Returns each source's valid rows (a Parquet leaf below ``work``), its
     quarantine and its counts."""
     out: dict[str, Ingested] = {}
-    staged: dict[str, Staged] = {}
+    to_stage: dict[str, ResolvedInput] = {}
     for source, r in resolved.items():
         if r is None:
             out[source] = empty_source(spark, source)
         elif not r.files:  # every file pruned
             out[source] = replace(empty_source(spark, source), pruned=r.pruned)
         else:
-            staged[source] = stage_source(spark, r, window, config, work)
-    if not staged:
+            to_stage[source] = r
+    if not to_stage:
         return Ingestion(out)
+    staged = stage_sources(spark, to_stage, window, config, work)
     frames = {s: _read_staged(spark, st) for s, st in staged.items()}
     valid_rows = {s: df.filter(F.col("_status") == "valid") for s, df in frames.items()}
     tables: dict[str, DataFrame] = fact_tables(valid_rows)
