@@ -1,10 +1,13 @@
-"""A real Spark standalone cluster (master + 2 workers, 1 core and 2 GB each) on 127.0.0.1 for
-the session, started and stopped by scripts/spark_daemons.py (what the cluster script runs).
+"""Real Spark standalone clusters on 127.0.0.1 for the session, started and stopped by
+scripts/spark_daemons.py (what the cluster script runs): ``spark_cluster``, master + 2
+workers of 1 core and 2 GB (a worker can be killed while the other goes on: test_cluster),
+and ``spark_cluster_one_worker``, master + 1 worker of 2 cores and 2 GB (one executor JVM
+to warm up instead of two on a 2-core machine: the DAG e2e).
 
 Import the fixtures into a test module: ``from spark_cluster import spark_cluster,
 cluster_py_files  # noqa: F401``. Each importing module gets its own fixture definition, so
-the cluster itself is shared through a module-level reference count: the first user starts
-it, the last one's teardown stops it and fails if any of its processes is left running.
+each cluster is shared through a module-level reference count: the first user starts it,
+the last one's teardown stops it and fails if any of its processes is left running.
 """
 
 from __future__ import annotations
@@ -18,29 +21,41 @@ from delivery_audit.core.packaging import package_zip
 
 cluster_lib = load_script("spark_daemons")
 
-_shared: dict = {"cluster": None, "users": 0, "py_files": None}
+_shared: dict = {"clusters": {}, "users": {}, "py_files": None}
 
 
-@pytest.fixture(scope="session")
-def spark_cluster():
-    """The running ``SparkCluster`` (``.master_url``, ``.webui_url``, ``.kill_worker(i)``, …).
-    A test that kills a worker starts it again before it ends."""
-    if _shared["cluster"] is None:
-        cluster = cluster_lib.SparkCluster(workers=2, cores=1, memory="2g")
+def _cluster(workers: int, cores: int):
+    """The running cluster of this shape for the caller's fixture (a generator)."""
+    shape = (workers, cores)
+    if _shared["clusters"].get(shape) is None:
+        cluster = cluster_lib.SparkCluster(workers=workers, cores=cores, memory="2g")
         cluster.start(timeout=180)
-        _shared["cluster"] = cluster
-    _shared["users"] += 1
-    cluster = _shared["cluster"]
+        _shared["clusters"][shape] = cluster
+    _shared["users"][shape] = _shared["users"].get(shape, 0) + 1
+    cluster = _shared["clusters"][shape]
     try:
         yield cluster
     finally:
-        _shared["users"] -= 1
-        if _shared["users"] == 0:
-            _shared["cluster"] = None
+        _shared["users"][shape] -= 1
+        if _shared["users"][shape] == 0:
+            _shared["clusters"][shape] = None
             forced = cluster.stop()
             left = cluster_lib.marked_pids(cluster.cluster_id)
             assert not left, f"Spark cluster processes left running: {left}"
             assert not forced, f"cluster processes ignored SIGTERM and were killed: {forced}"
+
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """The running 2-worker ``SparkCluster`` (``.master_url``, ``.webui_url``,
+    ``.kill_worker(i)``, …). A test that kills a worker starts it again before it ends."""
+    yield from _cluster(workers=2, cores=1)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster_one_worker():
+    """The running 1-worker, 2-core ``SparkCluster``."""
+    yield from _cluster(workers=1, cores=2)
 
 
 @pytest.fixture(scope="session")

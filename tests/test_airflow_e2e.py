@@ -6,8 +6,8 @@ report check, the alert, the downstream DAG and, through the variables the recon
 derives from the Connection, the Spark job all find S3 through it. Two audit runs, each a
 module fixture that several tests read:
 
-* run A, the daily DAG by spark-submit on a real standalone cluster on 127.0.0.1
-  (tests/spark_cluster.py: spark_default → spark://…, the library as --py-files), the
+* run A, the daily DAG by spark-submit on a real standalone cluster on 127.0.0.1 (one 2-core
+  worker, tests/spark_cluster.py: spark_default → spark://…, the library as --py-files), the
   generator's config and the log notifier: report, HTML and manifest on S3, alert per verdict;
 * run B, the backfill DAG over its Params' window (the generated day, with its grace) through
   Spark Connect (the ``spark_connect_conn_id`` Param: a ``spark_connect`` Connection to the
@@ -53,7 +53,7 @@ from airflow_helpers import (
 )
 from connect_server import connect_server  # noqa: F401  (fixture: a Connect server, 127.0.0.1)
 from s3_server import s3_endpoint  # noqa: F401  (fixture: a moto server on 127.0.0.1)
-from spark_cluster import spark_cluster  # noqa: F401  (fixture: master + 2 workers, 127.0.0.1)
+from spark_cluster import spark_cluster_one_worker  # noqa: F401  (master + 1 two-core worker)
 
 from delivery_audit.anomalies import ANOMALY_NAMES
 
@@ -156,9 +156,10 @@ def _asset_events(uri: str) -> list[dict]:
 # --- run A: the daily DAG by spark-submit on the standalone cluster ---------------------------
 
 @pytest.fixture(scope="module")
-def daily_run(day_data, s3, s3_endpoint, spark_cluster) -> dict:  # noqa: F811
+def daily_run(day_data, s3, s3_endpoint, spark_cluster_one_worker) -> dict:  # noqa: F811
     """The daily DAG's run of the day on the cluster, once for the module: its process, task
     states, logs, the cluster's new applications and the published report (None: none)."""
+    spark_cluster = spark_cluster_one_worker
     env = _env(f"s3://{BUCKET}/daily", s3_endpoint, day_data / "config.yaml",
                extra={"AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
                    {"conn_type": "spark", "host": spark_cluster.master_url})},
@@ -176,7 +177,8 @@ def daily_run(day_data, s3, s3_endpoint, spark_cluster) -> dict:  # noqa: F811
 
 
 def test_daily_dag_on_the_cluster_reads_s3_and_publishes_report_and_manifest_to_s3(
-        daily_run, day_data, s3, s3_endpoint, spark_cluster):  # noqa: F811
+        daily_run, day_data, s3, s3_endpoint, spark_cluster_one_worker):  # noqa: F811
+    spark_cluster = spark_cluster_one_worker
     proc, states, prefix = daily_run["proc"], daily_run["states"], daily_run["prefix"]
     output = daily_run["output"]
     assert proc.returncode == 0, _show(proc)
