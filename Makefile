@@ -36,19 +36,20 @@ demo-cli: setup
 	  --end $$(date -u -d "$(DEMO_DAY) + 1 day" +%Y-%m-%d)T00:00:00Z --out $(DEMO_DIR)/reports; \
 	  code=$$?; [ $$code -eq 0 ] || [ $$code -eq 3 ]  # 3 = the audit found a failing anomaly
 
-# Everything but the simulator's lab (make test-lab) and the worker-kill audit on a
-# standalone cluster (make test-cluster; the backfill DAG's e2e test still runs on such a
-# cluster): CI runs this, in under 10 minutes on 2 cores.
+# Everything but the worker-kill audit on a standalone cluster (make test-cluster; the daily
+# DAG's e2e test still runs on such a cluster). The labs run too: their recordings in the
+# background from the session's start (tests/lab_recordings.py). CI runs this.
 test: setup
-	$(BIN)/python -m pytest -q --durations=20 -m "not lab and not cluster"
+	$(BIN)/python -m pytest -q --durations=20 -m "not cluster"
 
 # A generated day audited on a standalone cluster (master + 2 workers on 127.0.0.1) equals its
 # truth although one worker JVM is SIGKILLed mid-job (about 80 s).
 test-cluster: setup
 	$(BIN)/python -m pytest -q -m cluster
 
-# The simulator's lab: a real rebalance on librdkafka's mock Kafka cluster, recorded and
-# audited (about 45 s, most of it the stall that makes the consumer exceed its poll interval).
+# The simulator's labs alone (also in make test): a real rebalance and real transactions on
+# librdkafka's mock Kafka cluster, recorded and audited (about 45 s, most of it the stall
+# that makes the consumer exceed its poll interval).
 test-lab: setup
 	$(BIN)/python -m pytest -q -m lab
 

@@ -72,6 +72,10 @@ from shared_audits import scenario_audit, scenario_day  # noqa: E402, F401
 # tests/data/small through the CLI, shared by test_cli.py and test_idempotence.py
 from small_audit import small_audit  # noqa: E402, F401
 
+# the labs' recordings, started in the background when a lab test is selected (test_lab.py)
+import lab_recordings  # noqa: E402
+from lab_recordings import lab_recording, txn_recording  # noqa: E402, F401
+
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
 # pytest closed its streams; keep it quiet.
 logging.getLogger("py4j").setLevel(logging.WARNING)
@@ -87,4 +91,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if AUDIT_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.audit)
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected: only for selected lab tests
+def pytest_collection_finish(session):
+    lab_recordings.start(session.items)
 

@@ -1,24 +1,20 @@
-"""The lab end to end: a real rebalance on librdkafka's mock Kafka cluster, recorded by the
-client recorders, dumped, and audited."""
+"""The labs end to end: a real rebalance and real transactions on librdkafka's mock Kafka
+cluster, recorded by the client recorders, read as `snapshot` reads a cluster, and audited.
+The recordings are made in the background from the session's start (tests/lab_recordings.py:
+the fixtures ``lab_recording`` and ``txn_recording``); the audits run here."""
 
 from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.lab]
+pytestmark = [pytest.mark.slow, pytest.mark.lab]  # in make test too (make test-lab: these alone)
 
 
-def test_lab_finds_the_rebalance_redelivery_and_diagnoses_the_poll_interval(spark, tmp_path):
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab import GROUP, run_lab
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
+def test_lab_finds_the_rebalance_redelivery_and_diagnoses_the_poll_interval(
+        spark, lab_recording):
+    from delivery_audit_sim.lab import GROUP, audit_lab
 
-    try:
-        MockCluster().stop()
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the lab broker cannot start here: {exc}")
-
-    res = run_lab(tmp_path, spark=spark, echo=lambda *_: None)
+    res = audit_lab(lab_recording, spark)
     report = res.report
     assert any("stalling" in n for n in res.notes), res.notes
     assert any("commit failed" in n for n in res.notes), res.notes
@@ -46,19 +42,6 @@ def _rows(paths: list[str]) -> list[dict]:
 
     return [json.loads(line) for p in paths for line in open(p, encoding="utf-8")
             if line.strip()]
-
-
-@pytest.fixture(scope="module")
-def txn_recording(tmp_path_factory):
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed")
-    from delivery_audit_sim.lab_broker import BrokerUnavailable, MockCluster
-    from delivery_audit_sim.lab_txn import record_transactions
-
-    try:
-        MockCluster().stop()
-    except BrokerUnavailable as exc:
-        pytest.skip(f"the lab broker cannot start here: {exc}")
-    return record_transactions(tmp_path_factory.mktemp("txn-lab"), echo=lambda *_: None)
 
 
 def test_transactions_lab_records_aborted_sends_markers_and_both_isolation_levels(

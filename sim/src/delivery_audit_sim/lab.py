@@ -98,10 +98,23 @@ def _member(name: str, bootstrap: str, rec_dir: Path, settings: dict[str, int],
             rec.close()
 
 
-def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
-            poll_interval_ms: int = 6000, stall_ms: int = 9000, work_ms: int = 150,
-            max_seconds: float = 90.0, echo=print) -> LabResult:
-    """Run the lab in `workdir` (recordings under recordings/, reports under reports/)."""
+@dataclass
+class LabRecording:
+    """Steps 1–4 done: the recorded files, the run's span, the group's settings, notes."""
+
+    workdir: Path
+    files: dict[str, list[str]]
+    started: datetime
+    finished: datetime
+    settings: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+
+def record_lab(workdir: str | Path, messages: int = 40, keys: int = 8,
+               poll_interval_ms: int = 6000, stall_ms: int = 9000, work_ms: int = 150,
+               max_seconds: float = 90.0, echo=print) -> LabRecording:
+    """Steps 1–4 in `workdir` (recordings under recordings/): mostly waiting on the
+    consumer group (no Spark), so a caller may run it beside other work."""
     from delivery_audit.recorders import RecordingProducer
 
     workdir = Path(workdir)
@@ -157,11 +170,26 @@ def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
         broker_rows = dump_topic(cluster.bootstrap, TOPIC, rec_dir / "broker.dump.jsonl")
         echo(f"read {broker_rows} records as a snapshot (up to the end offsets)")
     finished = datetime.now(UTC)
-
     files = recorded_files(rec_dir, "broker.dump.jsonl")
-    config = {"groups": {GROUP: dict(settings, topics=[TOPIC])}, "notifier": {"type": "log"}}
-    result = audit_recordings(files, started, finished, config, workdir / "reports", spark)
-    return LabResult(workdir, result.destination, result.report, files, notes)
+    return LabRecording(workdir, files, started, finished, settings, notes)
+
+
+def audit_lab(recording: LabRecording, spark=None) -> LabResult:
+    """Step 5: audit the recordings (reports under `workdir`/reports)."""
+    config = {"groups": {GROUP: dict(recording.settings, topics=[TOPIC])},
+              "notifier": {"type": "log"}}
+    result = audit_recordings(recording.files, recording.started, recording.finished, config,
+                              recording.workdir / "reports", spark)
+    return LabResult(recording.workdir, result.destination, result.report, recording.files,
+                     recording.notes)
+
+
+def run_lab(workdir: str | Path, spark=None, messages: int = 40, keys: int = 8,
+            poll_interval_ms: int = 6000, stall_ms: int = 9000, work_ms: int = 150,
+            max_seconds: float = 90.0, echo=print) -> LabResult:
+    """Run the lab in `workdir` (recordings under recordings/, reports under reports/)."""
+    return audit_lab(record_lab(workdir, messages, keys, poll_interval_ms, stall_ms, work_ms,
+                                max_seconds, echo), spark)
 
 
 SCENARIOS = ("rebalance", "transactions")
