@@ -59,7 +59,10 @@ def _release_cached_frames_after_module():
 
 # The hostile input's plain audit, shared by test_security.py and test_privacy.py. Defined
 # here, once: a session fixture bound into two test modules is two fixtures, run twice.
+# the labs' recordings, started in the background when a lab test is selected (test_lab.py)
+import lab_recordings  # noqa: E402
 from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401
+from lab_recordings import lab_recording, txn_recording  # noqa: E402, F401
 
 # S3 publishing fixtures (a bucket, the fault proxy), shared by test_faults.py and
 # test_idempotence.py
@@ -71,10 +74,6 @@ from shared_audits import scenario_audit, scenario_day  # noqa: E402, F401
 
 # tests/data/small through the CLI, shared by test_cli.py and test_idempotence.py
 from small_audit import small_audit  # noqa: E402, F401
-
-# the labs' recordings, started in the background when a lab test is selected (test_lab.py)
-import lab_recordings  # noqa: E402
-from lab_recordings import lab_recording, txn_recording  # noqa: E402, F401
 
 # py4j logs "Closing down clientserver connection" from __del__ at interpreter exit, after
 # pytest closed its streams; keep it quiet.
