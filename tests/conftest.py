@@ -59,7 +59,7 @@ def _release_cached_frames_after_module():
 
 # The hostile input's plain audit, shared by test_security.py and test_privacy.py. Defined
 # here, once: a session fixture bound into two test modules is two fixtures, run twice.
-# the labs' recordings, started in the background when a lab test is selected (test_lab.py)
+# The labs' recordings, started in the background when a lab test is selected (test_lab.py).
 import lab_recordings  # noqa: E402
 from hostile_audit import hostile_inputs, plain_audit  # noqa: E402, F401
 from lab_recordings import lab_recording, txn_recording  # noqa: E402, F401
