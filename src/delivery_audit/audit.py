@@ -25,15 +25,11 @@ import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import __version__
 from . import spark as sessions
@@ -45,8 +41,9 @@ from .ingest import Ingested, Ingestion, InputError, ingest_all, read_bounds, re
 from .ingest.files import local_size
 from .ingest.offsets import OffsetsFile, read_offsets
 from .notify import notifier_from_config
-from .privacy import pseudonym_key, pseudonymise_frames, withhold_raw
+from .privacy import pseudonym_key, pseudonymise_frames
 from .quality import prepare_in_background, validate_inputs, validate_results, write_results
+from .quarantine import write_quarantine
 from .rebalance import rebalance_event_tables, rebalance_report
 from .redaction import redact_text
 from .remediation import write_remediation
@@ -78,7 +75,7 @@ from .request import (
     StageHook,
     build_request,
 )
-from .schemas import ANOMALY_SCHEMA, QUARANTINE_SCHEMA, SOURCES
+from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import (
     JobCounter,
     job_labels,
@@ -315,14 +312,7 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     parts = rec.parts.with_(input_validation={s: Validation.of(r)
                                               for s, r in input_validation.items()})
     with stages.stage("write_quarantine"):
-        if any(i.counts.get("rows_quarantined") for i in ingested.values()):
-            quarantine: DataFrame = reduce(DataFrame.unionByName,
-                                           [i.quarantine for i in ingested.values()])
-            if key is not None:
-                quarantine = withhold_raw(quarantine)
-            quarantine.coalesce(1).write.mode("overwrite").parquet(str(staging / "quarantine"))
-        else:  # nothing quarantined: the empty table, without a Spark job
-            write_empty_parquet(QUARANTINE_SCHEMA, staging / "quarantine")
+        write_quarantine(ingested, staging / "quarantine", pseudonymised=key is not None)
 
     # load
     parts = finish_report(req, parts, rec, stages, staging, jobs)
@@ -337,15 +327,6 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
             report, f"{req.destination}/report.html", index=f"{req.out.rstrip('/')}/index.html")
     return AuditResult(report=report, destination=req.destination, manifest=manifest,
                        exit_code=EXIT_FAIL if verdict == "fail" else EXIT_OK)
-
-
-def write_empty_parquet(schema: T.StructType, folder: Path) -> None:
-    """An empty table of ``schema`` as Spark would write it (one Parquet file and _SUCCESS),
-    written with pyarrow."""
-    folder.mkdir(parents=True, exist_ok=True)
-    arrow = to_arrow_schema(schema)
-    pq.write_table(arrow.empty_table(), str(folder / "part-00000.parquet"))
-    (folder / "_SUCCESS").write_bytes(b"")
 
 
 def _timings(stages: Stages, jobs: JobCounter | None) -> RunTimings:

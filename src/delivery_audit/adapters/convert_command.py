@@ -2,7 +2,7 @@
 with what became of every line (no Spark: nothing here imports pyspark).
 
 The conversion is :func:`delivery_audit.adapters.convert`, the code `run` calls through
-``ingest.staged_rows``; this module parses the command's options, sniffs formats
+``ingest.staging.staged_rows``; this module parses the command's options, sniffs formats
 (``--format auto``), and summarises each file's :class:`~.writer.LineAccount`."""
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Valid rows at or after the read bound (end + grace, rule 6) are counted as
 bound are counted as ``rows_before_lookback``.
 
 One scan per source: the files are read once, every row typed by one projection chain
-(parsing.typed_rows) and written once to Parquet in the run's work folder, partitioned by
-its status (valid, after_window, before_lookback, quarantined, blank). Everything else
+(parsing.typed_rows) and written once to Parquet in the run's work folder, every source in
+one Spark job, partitioned by source and status (valid, after_window, before_lookback,
+quarantined, blank; staging.py). Everything else
 comes from that staged copy: the accounting, the line numbers of quarantined rows and the
 exact duplicates of rule 5 from one small aggregation shared by every source
 (:func:`ingest_all`), and detection reads the ``_status=valid`` folder as one leaf.
@@ -21,23 +22,26 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from ..adapters import convert
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
 from ..detection.facts import fact_tables
 from ..quality import metric_aggregates, metric_names
-from ..schemas import FIELDS, QUARANTINE_SCHEMA, TIME_COLUMN, canonical_schema
-from .dedup import compared_values, fingerprint, later_copies
-from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format, resolve
-from .parsing import typed_rows
+from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
+from .dedup import compared_values, later_copies
+from .files import InputError, ResolvedInput, resolve
 from .pruning import Bounds
-from .tokens import exact_for, read_tokens, union_all
+from .staging import (
+    STATUSES,
+    Staged,
+    read_staged,
+    stage_sources,
+    staged_size,
+    status_leaf,
+)
 
 __all__ = ["Bounds", "Ingested", "Ingestion", "InputError", "ingest", "ingest_all", "resolve",
            "empty_source", "read_bounds"]
@@ -65,152 +69,6 @@ class Ingested:
     # what the input suites need beyond counts (quality/): duplicates_quarantined,
     # by_topic (valid rows per topic) and the metric aggregates of the valid rows
     metrics: dict[str, Any] = field(default_factory=dict)
-
-
-def _status_column(source: str, window: AuditWindow, config: AuditConfig):
-    ts = F.col(TIME_COLUMN[source])
-    upper = F.lit(window.read_until.replace(tzinfo=None)).cast("timestamp")
-    status = (
-        F.when(F.col("_blank"), F.lit("blank"))
-        .when(F.col("_reason").isNotNull(), F.lit("quarantined"))
-        .when(ts >= upper, F.lit("after_window"))
-    )
-    if config.lookback_minutes is not None:
-        lower = window.start - timedelta(minutes=config.lookback_minutes)
-        status = status.when(ts < F.lit(lower.replace(tzinfo=None)).cast("timestamp"),
-                             F.lit("before_lookback"))
-    return status.otherwise(F.lit("valid"))
-
-
-STATUSES = ("valid", "after_window", "before_lookback", "quarantined", "blank")
-_POSITION = [("_file", T.StringType()), ("_block", T.LongType()), ("_pos", T.LongType()),
-             ("_rid", T.LongType()), ("_raw", T.StringType()), ("_reason", T.StringType()),
-             ("_fp", T.LongType())]
-
-
-def staged_schema(source: str) -> T.StructType:
-    """A staged source's columns: position, raw text (quarantined rows only), reason,
-    rule-5 fingerprint, the typed fields, and ``_status`` (the partition column)."""
-    return T.StructType(
-        [T.StructField(n, t) for n, t in _POSITION]
-        + list(canonical_schema(source).fields)
-        + [T.StructField("_status", T.StringType())])
-
-
-@dataclass
-class Staged:
-    """One source read once and written to Parquet at ``root``, partitioned by ``_status``."""
-
-    resolved: ResolvedInput
-    root: Path
-    extra_counts: dict[str, int]
-
-    @property
-    def source(self) -> str:
-        return self.resolved.source
-
-
-def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
-                config: AuditConfig, work: Path) -> tuple[DataFrame, dict[str, int]]:
-    """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
-    output goes to ``work/adapted/<source>`` first, on the driver); and the adapter's extra
-    counts."""
-    source, fmt = resolved.source, resolved.fmt
-    files, extra_counts = list(resolved.files), {}
-    if fmt in ADAPTER_FORMATS:
-        adapted = work / "adapted" / source
-        adapted.mkdir(parents=True, exist_ok=True)
-        files, extra_counts = convert(fmt, source, list(resolved.files),
-                                      list(resolved.origins), adapted, config, window=window)
-        fmt = "jsonl"
-    groups: dict[str, list[str]] = {}
-    for f in files:
-        groups.setdefault(file_format(fmt, f), []).append(f)
-    # each format by its own reader and rules: the typed rows have the same columns
-    rows = union_all([typed_rows(read_tokens(spark, g, group, source), source,
-                                 exact_for(g, source)) for g, group in sorted(groups.items())])
-    parsed = F.col("_reason").isNull() & ~F.col("_blank")
-    staged = rows.select(
-        "_file", "_block", "_pos",
-        # a row id unique in the source's staged copy: above any union of file groups
-        # (inside one, each branch numbers its own partitions from 0)
-        F.monotonically_increasing_id().alias("_rid"),
-        F.when(~parsed & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
-        "_reason",
-        F.when(parsed, fingerprint(source)).alias("_fp"),
-        *[F.col(f.name) for f in FIELDS[source]],
-        _status_column(source, window, config).alias("_status"),
-    )
-    return staged, extra_counts
-
-
-def _all_columns() -> list[T.StructField]:
-    """Every source's staged columns, once each (a name has one type in every source)."""
-    seen: dict[str, T.StructField] = {}
-    for source in FIELDS:
-        for f in staged_schema(source).fields:
-            seen.setdefault(f.name, f)
-    return [f for n, f in seen.items() if n != "_status"]
-
-
-def _cannot_read(resolved: ResolvedInput, exc: Exception) -> InputError:
-    return InputError(f"{resolved.source}: cannot read {', '.join(resolved.origins[:3])}"
-                      f"{' …' if len(resolved.origins) > 3 else ''}: "
-                      f"{str(exc).splitlines()[0][:300]}")
-
-
-def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
-                  window: AuditWindow, config: AuditConfig, work: Path) -> dict[str, Staged]:
-    """Every source's one scan, written in **one** Spark job to ``work/staged``, partitioned
-    by ``_source`` and ``_status``: each source's copy is ``work/staged/_source=<source>``
-    (its own columns; the other sources' are null there and not read back). A file Spark
-    cannot decode fails the run naming its source: the write is retried source by source
-    to find which (only on failure)."""
-    planned = {s: staged_rows(spark, r, window, config, work) for s, r in resolved.items()}
-    columns = _all_columns()
-    root = work / "staged"
-
-    def one_frame(sources: list[str]) -> DataFrame:
-        return union_all([
-            planned[s][0].select(
-                *[F.col(c.name) if c.name in planned[s][0].columns
-                  else F.lit(None).cast(c.dataType).alias(c.name) for c in columns],
-                F.lit(s).alias("_source"), "_status")
-            for s in sources])
-
-    try:
-        (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
-         .mode("overwrite").parquet(str(root)))
-    except Exception as exc:  # a file Spark cannot decode at all: find its source
-        for s in sorted(planned):
-            try:
-                one_frame([s]).write.mode("overwrite").parquet(str(work / "probe" / s))
-            except Exception as one:  # noqa: BLE001 - this source's files are the cause
-                raise _cannot_read(resolved[s], one) from one
-        raise _cannot_read(resolved[sorted(planned)[0]], exc) from exc
-    return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
-
-
-def _read_staged(spark: SparkSession, st: Staged) -> DataFrame:
-    return spark.read.schema(staged_schema(st.source)).parquet(str(st.root))
-
-
-def _status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
-    """The rows of one status as one Parquet leaf of canonical columns (empty if none)."""
-    path = st.root / f"_status={status}"
-    schema = canonical_schema(st.source)
-    if not path.is_dir():
-        return spark.createDataFrame([], schema)
-    return spark.read.schema(schema).parquet(str(path))
-
-
-def _staged_size(root: Path) -> tuple[int, int]:
-    """(rows, bytes) of the staged files. The rows, by their Parquet footers, are the
-    accounting's independent check (every line or row scanned is in exactly one status
-    folder); the bytes size detection's shuffles (spark.tune_for_staged)."""
-    files = list(root.rglob("*.parquet"))
-    return (sum(pq.ParquetFile(str(f)).metadata.num_rows for f in files),
-            sum(f.stat().st_size for f in files))
 
 
 @dataclass
@@ -336,7 +194,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
     if not to_stage:
         return Ingestion(out)
     staged = stage_sources(spark, to_stage, window, config, work)
-    frames = {s: _read_staged(spark, st) for s, st in staged.items()}
+    frames = {s: read_staged(spark, st) for s, st in staged.items()}
     valid_rows = {s: df.filter(F.col("_status") == "valid") for s, df in frames.items()}
     tables: dict[str, DataFrame] = fact_tables(valid_rows)
     for s, df in frames.items():
@@ -369,7 +227,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         by_status = dict.fromkeys(STATUSES, 0)
         for r in splits_rows:
             by_status[r["_status"]] += int(r["n"])
-        scanned, staged_bytes = _staged_size(st.root)
+        scanned, staged_bytes = staged_size(st.root)
         if scanned != sum(by_status.values()):
             raise RuntimeError(f"{s}: accounting broken: {scanned} rows staged, "
                                f"{sum(by_status.values())} counted by status")
@@ -389,7 +247,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         # every staged row is in one status (checked against the footers above), so
         # rows_read = rows_valid + rows_quarantined holds by construction from here
         counts["rows_valid"] = counts["rows_read"] - counts["rows_quarantined"]
-        valid = _status_leaf(spark, st, "valid")
+        valid = status_leaf(spark, st, "valid")
         if moved["valid"]:  # the valid leaf, written again without the later copies
             path = work / "valid" / s
             rids = [r["_rid"] for r in later if r["_status"] == "valid"]

@@ -1,0 +1,170 @@
+"""Staging: every source's one scan (read, typed, flagged) written once to Parquet in the run's
+work folder, all sources in one Spark job, partitioned by ``_source`` and ``_status``
+(valid, after_window, before_lookback, quarantined, blank); and the staged copy read back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..adapters import convert
+from ..config import AuditConfig
+from ..core.window import AuditWindow
+from ..schemas import FIELDS, TIME_COLUMN, canonical_schema
+from .dedup import fingerprint
+from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format
+from .parsing import typed_rows
+from .tokens import exact_for, read_tokens, union_all
+
+
+def status_column(source: str, window: AuditWindow, config: AuditConfig):
+    ts = F.col(TIME_COLUMN[source])
+    upper = F.lit(window.read_until.replace(tzinfo=None)).cast("timestamp")
+    status = (
+        F.when(F.col("_blank"), F.lit("blank"))
+        .when(F.col("_reason").isNotNull(), F.lit("quarantined"))
+        .when(ts >= upper, F.lit("after_window"))
+    )
+    if config.lookback_minutes is not None:
+        lower = window.start - timedelta(minutes=config.lookback_minutes)
+        status = status.when(ts < F.lit(lower.replace(tzinfo=None)).cast("timestamp"),
+                             F.lit("before_lookback"))
+    return status.otherwise(F.lit("valid"))
+
+
+STATUSES = ("valid", "after_window", "before_lookback", "quarantined", "blank")
+_POSITION = [("_file", T.StringType()), ("_block", T.LongType()), ("_pos", T.LongType()),
+             ("_rid", T.LongType()), ("_raw", T.StringType()), ("_reason", T.StringType()),
+             ("_fp", T.LongType())]
+
+
+def staged_schema(source: str) -> T.StructType:
+    """A staged source's columns: position, raw text (quarantined rows only), reason,
+    rule-5 fingerprint, the typed fields, and ``_status`` (the partition column)."""
+    return T.StructType(
+        [T.StructField(n, t) for n, t in _POSITION]
+        + list(canonical_schema(source).fields)
+        + [T.StructField("_status", T.StringType())])
+
+
+@dataclass
+class Staged:
+    """One source read once and written to Parquet at ``root``, partitioned by ``_status``."""
+
+    resolved: ResolvedInput
+    root: Path
+    extra_counts: dict[str, int]
+
+    @property
+    def source(self) -> str:
+        return self.resolved.source
+
+
+def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
+                config: AuditConfig, work: Path) -> tuple[DataFrame, dict[str, int]]:
+    """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
+    output goes to ``work/adapted/<source>`` first, on the driver); and the adapter's extra
+    counts."""
+    source, fmt = resolved.source, resolved.fmt
+    files, extra_counts = list(resolved.files), {}
+    if fmt in ADAPTER_FORMATS:
+        adapted = work / "adapted" / source
+        adapted.mkdir(parents=True, exist_ok=True)
+        files, extra_counts = convert(fmt, source, list(resolved.files),
+                                      list(resolved.origins), adapted, config, window=window)
+        fmt = "jsonl"
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        groups.setdefault(file_format(fmt, f), []).append(f)
+    # each format by its own reader and rules: the typed rows have the same columns
+    rows = union_all([typed_rows(read_tokens(spark, g, group, source), source,
+                                 exact_for(g, source)) for g, group in sorted(groups.items())])
+    parsed = F.col("_reason").isNull() & ~F.col("_blank")
+    staged = rows.select(
+        "_file", "_block", "_pos",
+        # a row id unique in the source's staged copy: above any union of file groups
+        # (inside one, each branch numbers its own partitions from 0)
+        F.monotonically_increasing_id().alias("_rid"),
+        F.when(~parsed & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
+        "_reason",
+        F.when(parsed, fingerprint(source)).alias("_fp"),
+        *[F.col(f.name) for f in FIELDS[source]],
+        status_column(source, window, config).alias("_status"),
+    )
+    return staged, extra_counts
+
+
+def _all_columns() -> list[T.StructField]:
+    """Every source's staged columns, once each (a name has one type in every source)."""
+    seen: dict[str, T.StructField] = {}
+    for source in FIELDS:
+        for f in staged_schema(source).fields:
+            seen.setdefault(f.name, f)
+    return [f for n, f in seen.items() if n != "_status"]
+
+
+def _cannot_read(resolved: ResolvedInput, exc: Exception) -> InputError:
+    return InputError(f"{resolved.source}: cannot read {', '.join(resolved.origins[:3])}"
+                      f"{' …' if len(resolved.origins) > 3 else ''}: "
+                      f"{str(exc).splitlines()[0][:300]}")
+
+
+def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
+                  window: AuditWindow, config: AuditConfig, work: Path) -> dict[str, Staged]:
+    """Every source's one scan, written in **one** Spark job to ``work/staged``, partitioned
+    by ``_source`` and ``_status``: each source's copy is ``work/staged/_source=<source>``
+    (its own columns; the other sources' are null there and not read back). A file Spark
+    cannot decode fails the run naming its source: the write is retried source by source
+    to find which (only on failure)."""
+    planned = {s: staged_rows(spark, r, window, config, work) for s, r in resolved.items()}
+    columns = _all_columns()
+    root = work / "staged"
+
+    def one_frame(sources: list[str]) -> DataFrame:
+        return union_all([
+            planned[s][0].select(
+                *[F.col(c.name) if c.name in planned[s][0].columns
+                  else F.lit(None).cast(c.dataType).alias(c.name) for c in columns],
+                F.lit(s).alias("_source"), "_status")
+            for s in sources])
+
+    try:
+        (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
+         .mode("overwrite").parquet(str(root)))
+    except Exception as exc:  # a file Spark cannot decode at all: find its source
+        for s in sorted(planned):
+            try:
+                one_frame([s]).write.mode("overwrite").parquet(str(work / "probe" / s))
+            except Exception as one:  # noqa: BLE001 - this source's files are the cause
+                raise _cannot_read(resolved[s], one) from one
+        raise _cannot_read(resolved[sorted(planned)[0]], exc) from exc
+    return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
+
+
+def read_staged(spark: SparkSession, st: Staged) -> DataFrame:
+    return spark.read.schema(staged_schema(st.source)).parquet(str(st.root))
+
+
+def status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
+    """The rows of one status as one Parquet leaf of canonical columns (empty if none)."""
+    path = st.root / f"_status={status}"
+    schema = canonical_schema(st.source)
+    if not path.is_dir():
+        return spark.createDataFrame([], schema)
+    return spark.read.schema(schema).parquet(str(path))
+
+
+def staged_size(root: Path) -> tuple[int, int]:
+    """(rows, bytes) of the staged files. The rows, by their Parquet footers, are the
+    accounting's independent check (every line or row scanned is in exactly one status
+    folder); the bytes size detection's shuffles (spark.tune_for_staged)."""
+    files = list(root.rglob("*.parquet"))
+    return (sum(pq.ParquetFile(str(f)).metadata.num_rows for f in files),
+            sum(f.stat().st_size for f in files))
