@@ -128,23 +128,25 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
     root = work / "staged"
 
     def one_frame(sources: list[str]) -> DataFrame:
-        return union_all([
-            planned[s][0].select(
-                *[F.col(c.name) if c.name in planned[s][0].columns
-                  else F.lit(None).cast(c.dataType).alias(c.name) for c in columns],
-                F.lit(s).alias("_source"), "_status")
-            for s in sources])
+        frames = []
+        for s in sources:
+            own = set(staged_schema(s).names)
+            frames.append(planned[s][0].select(
+                *[F.col(c.name) if c.name in own else F.lit(None).cast(c.dataType).alias(c.name)
+                  for c in columns],
+                F.lit(s).alias("_source"), "_status"))
+        return union_all(frames)
 
     try:
         (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
          .mode("overwrite").parquet(str(root)))
-    except Exception as exc:  # a file Spark cannot decode at all: find its source
+    except Exception:  # a file Spark cannot decode at all: find its source
         for s in sorted(planned):
             try:
                 one_frame([s]).write.mode("overwrite").parquet(str(work / "probe" / s))
             except Exception as one:  # noqa: BLE001 - this source's files are the cause
                 raise _cannot_read(resolved[s], one) from one
-        raise _cannot_read(resolved[sorted(planned)[0]], exc) from exc
+        raise  # no source fails alone: not an input's fault, Spark's own error stands
     return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
 
 
