@@ -18,7 +18,7 @@ the driver holds and the plan carries as literals (no broadcast job, no join).
   24's "partition's last record timestamp"), and ``txn_partitions`` — the (topic, partition)s
   with a transactional or control row (contract §9; none spares the transactions' shuffle).
 
-Ingestion computes the tables in the action that counts its rows (:func:`fact_tables`);
+Ingestion computes the tables in the action that counts its rows (:func:`fact_tallies`);
 :func:`compute_facts` does it for plain frames (one Spark job).
 """
 
@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from ..collect import collect_all
 from ..config import AuditConfig
+from ..tally import Tally, collect_tallies, count_where, one
 
 
 @dataclass(frozen=True)
@@ -96,39 +96,49 @@ class Facts:
             txn_partitions=frozenset(k for k in self.txn_partitions if k[0] in keep))
 
 
-def fact_tables(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """The small tables behind the facts, over the sources' valid rows (no action):
-    collect them with ``collect.collect_all``, alone or with other tables."""
-    out: dict[str, DataFrame] = {}
+def fact_tallies(frames: dict[str, DataFrame], where: Column | None = None) -> list[Tally]:
+    """The small tables behind the facts, over the sources' rows where ``where`` holds (all
+    when None): collect them with ``tally.collect_tallies``, alone or with other tables.
+    ``facts:topics:<source>``: every source's rows per topic."""
+    out: list[Tally] = []
+
+    def only(condition: Column) -> Column:
+        return condition if where is None else where & condition
+
     broker, ledger, events = frames.get("broker"), frames.get("ledger"), frames.get("events")
     if broker is not None:
         txn = F.coalesce(F.col("transactional"), F.lit(False)) | F.col("control").isNotNull()
-        out["facts:ranges"] = broker.groupBy("topic", "partition").agg(
-            F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-            F.max(F.unix_millis(F.col("timestamp"))).alias("last_ms"),
-            F.count(F.when(txn, F.lit(1))).alias("txn"))
+        out.append(Tally("facts:ranges", broker, where,
+                         keys={"topic": F.col("topic")}, int_keys={"partition": F.col("partition")},
+                         sums={"txn": count_where(txn)}, mins={"lo": F.col("offset")},
+                         maxs={"hi": F.col("offset"),
+                               "last_ms": F.unix_millis(F.col("timestamp"))}))
     if ledger is not None:
-        out["facts:ledger"] = ledger.groupBy("group_id", "topic", "partition").agg(
-            F.max("offset").alias("reach"),
-            F.count(F.when(F.col("seq").isNull(), F.lit(1))).alias("no_seq"),
-            F.count(F.when(F.col("outcome") == "skipped", F.lit(1))).alias("skipped"))
+        out.append(Tally("facts:ledger", ledger, where,
+                         keys={"group_id": F.col("group_id"), "topic": F.col("topic")},
+                         int_keys={"partition": F.col("partition")},
+                         sums={"no_seq": count_where(F.col("seq").isNull()),
+                               "skipped": count_where(F.col("outcome") == "skipped")},
+                         maxs={"reach": F.col("offset")}))
     if events is not None:
-        out["facts:commits"] = (
-            events.filter((F.col("event") == "commit") & F.col("topic").isNotNull()
-                          & F.col("partition").isNotNull() & F.col("offset").isNotNull())
-            .groupBy("group_id", "topic", "partition").agg(F.max("offset").alias("reach")))
-        out["facts:event_groups"] = events.groupBy("group_id").agg(
-            F.count(F.lit(1)).alias("n"))
-    for s in ("sends", "broker"):
-        if frames.get(s) is not None:
-            out[f"facts:topics:{s}"] = frames[s].groupBy("topic").agg(
-                F.count(F.lit(1)).alias("n"))
+        commit = ((F.col("event") == "commit") & F.col("topic").isNotNull()
+                  & F.col("partition").isNotNull() & F.col("offset").isNotNull())
+        out.append(Tally("facts:commits", events, only(commit),
+                         keys={"group_id": F.col("group_id"), "topic": F.col("topic")},
+                         int_keys={"partition": F.col("partition")},
+                         maxs={"reach": F.col("offset")}))
+        out.append(Tally("facts:event_groups", events, where,
+                         keys={"group_id": F.col("group_id")}, sums={"n": one()}))
+    for s, df in frames.items():
+        if df is not None:
+            out.append(Tally(f"facts:topics:{s}", df, where, keys={"topic": F.col("topic")},
+                             sums={"n": one()}))
     return out
 
 
 def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
                topics: list[str] | None = None, stated: StatedOffsets | None = None) -> Facts:
-    """The facts from the collected :func:`fact_tables`, for the judged groups of the config
+    """The facts from the collected :func:`fact_tallies`, for the judged groups of the config
     (rule 9) and, when given, only these topics; ``stated``: an offsets file's (rule 26)."""
     stated = stated or StatedOffsets()
     if config.groups:
@@ -180,4 +190,4 @@ def facts_from(collected: dict[str, list[dict]], config: AuditConfig,
 def compute_facts(frames: dict[str, DataFrame], config: AuditConfig,
                   stated: StatedOffsets | None = None) -> Facts:
     """The facts of plain frames, in one Spark action."""
-    return facts_from(collect_all(fact_tables(frames)), config, stated=stated)
+    return facts_from(collect_tallies(fact_tallies(frames)), config, stated=stated)

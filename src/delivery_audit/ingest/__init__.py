@@ -28,9 +28,10 @@ from pyspark.sql import functions as F
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
-from ..detection.facts import fact_tables
-from ..quality import metric_aggregates, metric_names
+from ..detection.facts import fact_tallies
+from ..quality import metric_names, metric_tally
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
+from ..tally import Tally, collect_tallies, one
 from .dedup import compared_values, later_copies
 from .files import InputError, ResolvedInput, resolve
 from .pruning import Bounds
@@ -195,18 +196,17 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         return Ingestion(out)
     staged = stage_sources(spark, to_stage, window, config, work)
     frames = {s: read_staged(spark, st) for s, st in staged.items()}
-    valid_rows = {s: df.filter(F.col("_status") == "valid") for s, df in frames.items()}
-    tables: dict[str, DataFrame] = fact_tables(valid_rows)
+    valid = F.col("_status") == F.lit("valid")
+    tallies = fact_tallies(frames, valid)
     for s, df in frames.items():
-        valid = valid_rows[s]
-        tables[f"{s}:splits"] = df.groupBy("_file", "_block", "_status").agg(
-            F.count(F.lit(1)).alias("n"), F.min("_pos").alias("first_pos"))
-        tables[f"{s}:repeated"] = (
-            df.filter(F.col("_fp").isNotNull()).groupBy("_fp")
-            .agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1).select("_fp"))
-        tables[f"{s}:by_topic"] = valid.groupBy("topic").agg(F.count(F.lit(1)).alias("n"))
-        tables[f"{s}:metrics"] = valid.agg(*metric_aggregates(s, window, config))
-    got = collect_all(tables)
+        tallies += [
+            Tally(f"{s}:splits", df, keys={"_file": F.col("_file"), "_status": F.col("_status")},
+                  int_keys={"_block": F.col("_block")}, sums={"n": one()},
+                  mins={"first_pos": F.col("_pos")}),
+            Tally(f"{s}:repeated", df, F.col("_fp").isNotNull(),
+                  int_keys={"_fp": F.col("_fp")}, sums={"n": one()}, at_least=("n", 2)),
+            metric_tally(s, df, window, config, valid)]
+    got = collect_tallies(tallies)
 
     repeated = {s: [r["_fp"] for r in got[f"{s}:repeated"]] for s in frames}
     suspects: dict[str, list[dict]] = {s: [] for s in frames}
@@ -233,7 +233,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                                f"{sum(by_status.values())} counted by status")
         later = later_copies(suspects[s], splits.line, _origin_pairs(st.resolved))
         moved = {k: sum(1 for r in later if r["_status"] == k) for k in STATUSES}
-        by_topic = {r["topic"]: int(r["n"]) for r in got[f"{s}:by_topic"]}
+        by_topic = {r["topic"]: int(r["n"]) for r in got[f"facts:topics:{s}"]}
         for r in later:
             if r["_status"] == "valid":
                 by_topic[r["topic"]] -= 1
@@ -265,10 +265,10 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned,
                           staged_bytes, metrics)
     if rewritten:  # the metrics of a rewritten leaf leave its later copies out (one job)
-        again = collect_all({s: df.agg(*metric_aggregates(s, window, config))
-                             for s, df in rewritten.items()})
-        for s, rows in again.items():
-            out[s].metrics.update(rows[0])
+        again = collect_tallies([metric_tally(s, df, window, config)
+                                 for s, df in rewritten.items()])
+        for s in rewritten:
+            out[s].metrics.update(again[f"{s}:metrics"][0])
     return Ingestion(out, {k: v for k, v in got.items() if k.startswith("facts:")})
 
 

@@ -1,7 +1,7 @@
 """Great Expectations (1.x) suites over small aggregates: no Spark job of their own.
 
 Each input source is reduced to ONE row of metrics inside a Spark aggregation the audit already
-runs (``metric_aggregates``: counts of rows with timestamps outside the plausible range, of
+runs (``metric_tally``: counts of rows with timestamps outside the plausible range, of
 acks before their send, of null keys …, all built-in Spark functions). The driver adds the
 ingestion figures (``rows_read``, ``rows_quarantined``, ``duplicates_quarantined``,
 ``by_topic``), derives shares from them, and GX validates those few numbers with a pandas
@@ -37,6 +37,7 @@ from .metrics import (
     input_metrics,
     metric_aggregates,
     metric_names,
+    metric_tally,
 )
 from .results import RESULTS_COLUMNS, results_rows, validate_results, write_results
 from .runner import prepare_in_background
@@ -55,6 +56,7 @@ __all__ = [
     "INPUT_SUITES", "NULL_COUNTED", "ORDERED_PAIRS", "RESULTS_COLUMNS", "RESULTS_SUITE",
     "THRESHOLD_DEFAULTS", "TIMESTAMP_COLUMNS", "VOLUME_SOURCES", "expectations_dir",
     "expected_topics", "input_metrics", "load_suite_dict", "metric_aggregates", "metric_names",
-    "prepare_in_background", "results_rows", "source_facts", "suite_parameters", "thresholds",
-    "timestamp_bounds", "topic_facts", "validate_inputs", "validate_results", "write_results",
+    "metric_tally", "prepare_in_background", "results_rows", "source_facts",
+    "suite_parameters", "thresholds", "timestamp_bounds", "topic_facts", "validate_inputs",
+    "validate_results", "write_results",
 ]

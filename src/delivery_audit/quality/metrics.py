@@ -9,9 +9,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from delivery_audit.collect import collect_all
 from delivery_audit.core.window import AuditWindow
 from delivery_audit.schemas import FIELDS
+from delivery_audit.tally import Tally, collect_tallies, count_where, one
 
 from .suites import timestamp_bounds
 
@@ -27,11 +27,6 @@ def _epoch_ms(iso: str) -> int:
     return int(datetime.fromisoformat(iso).timestamp() * 1000)
 
 
-def _count_where(condition: Column) -> Column:
-    """Rows where condition holds (null counts as not holding); 0 over no rows."""
-    return F.count(F.when(condition, F.lit(1)))
-
-
 def metric_names(source: str) -> tuple[str, ...]:
     """The names of the columns ``metric_aggregates(source, …)`` returns, in order."""
     names = ["rows"]
@@ -44,47 +39,68 @@ def metric_names(source: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _metric_values(source: str, window: AuditWindow,
+                   config: Any) -> tuple[dict[str, Column], dict[str, Column], dict[str, Column]]:
+    """The metrics of ``source`` as the values of a tally: (counts, minima, maxima)."""
+    bounds = timestamp_bounds(window, config)
+    lo, hi = _epoch_ms(bounds["ts_min"]), _epoch_ms(bounds["ts_max"])
+    sums: dict[str, Column] = {"rows": one()}
+    mins: dict[str, Column] = {}
+    maxs: dict[str, Column] = {}
+    # a transaction marker (contract §9) has no key or seq of its own: not counted
+    data = F.col("control").isNull() if source == "broker" else F.lit(True)
+    sums |= {f"{c}_nulls": count_where(F.col(c).isNull() & data)
+             for c in NULL_COUNTED.get(source, ())}
+    for c in TIMESTAMP_COLUMNS[source]:
+        ms = F.unix_millis(F.col(c))
+        sums[f"{c}_outside"] = count_where((ms < F.lit(lo)) | (ms > F.lit(hi)))
+        mins[f"{c}_earliest_ms"] = ms
+        maxs[f"{c}_latest_ms"] = ms
+    sums |= {f"{later}_before_{earlier}": count_where(F.col(later) < F.col(earlier))
+             for later, earlier in ORDERED_PAIRS.get(source, ())}
+    if source == "sends":
+        sums["attempt_below_one"] = count_where(F.col("attempt") < F.lit(1))
+    return sums, mins, maxs
+
+
+def metric_tally(source: str, frame: DataFrame, window: AuditWindow, config: Any = None,
+                 where: Column | None = None, name: str | None = None) -> Tally:
+    """The metric row of ``source`` over the rows of ``frame`` where ``where`` holds, as a
+    tally (``tally.collect_tallies`` computes it with other tables in one job); its
+    columns are ``metric_names(source)``."""
+    sums, mins, maxs = _metric_values(source, window, config)
+    return Tally(name or f"{source}:metrics", frame, where, sums=sums, mins=mins, maxs=maxs)
+
+
 def metric_aggregates(source: str, window: AuditWindow, config: Any = None) -> list[Column]:
-    """Aggregate expressions over a source's valid canonical rows, each aliased by its metric
-    name (``metric_names``): evaluate as ``valid_rows.agg(*metric_aggregates(...))``.
+    """The metric row of ``source`` as aggregate expressions over its valid canonical rows,
+    each aliased by its metric name (``metric_names``), for
+    ``valid_rows.agg(*metric_aggregates(...))``; the same values as :func:`metric_tally`.
 
     ``rows``; ``<col>_nulls`` (key, and seq in the dump); per timestamp column
     ``<col>_outside`` (rows outside [ts_min, ts_max]) and ``<col>_earliest_ms`` /
     ``<col>_latest_ms`` (epoch ms); ``<later>_before_<earlier>`` (ack_ts < send_ts,
     finished_ts < started_ts); ``attempt_below_one`` (sends)."""
-    bounds = timestamp_bounds(window, config)
-    lo, hi = _epoch_ms(bounds["ts_min"]), _epoch_ms(bounds["ts_max"])
-    aggs = [F.count(F.lit(1)).alias("rows")]
-    # a transaction marker (contract §9) has no key or seq of its own: not counted
-    data = F.col("control").isNull() if source == "broker" else F.lit(True)
-    aggs += [_count_where(F.col(c).isNull() & data).alias(f"{c}_nulls")
-             for c in NULL_COUNTED.get(source, ())]
-    for c in TIMESTAMP_COLUMNS[source]:
-        ms = F.unix_millis(F.col(c))
-        aggs += [_count_where((ms < F.lit(lo)) | (ms > F.lit(hi))).alias(f"{c}_outside"),
-                 F.min(ms).alias(f"{c}_earliest_ms"), F.max(ms).alias(f"{c}_latest_ms")]
-    aggs += [_count_where(F.col(later) < F.col(earlier)).alias(f"{later}_before_{earlier}")
-             for later, earlier in ORDERED_PAIRS.get(source, ())]
-    if source == "sends":
-        aggs.append(_count_where(F.col("attempt") < F.lit(1)).alias("attempt_below_one"))
-    return aggs
+    sums, mins, maxs = _metric_values(source, window, config)
+    aggs = {**{n: F.coalesce(F.sum(v), F.lit(0)) for n, v in sums.items()},
+            **{n: F.min(v) for n, v in mins.items()}, **{n: F.max(v) for n, v in maxs.items()}}
+    return [aggs[n].alias(n) for n in metric_names(source)]
 
 
 def input_metrics(frames: Mapping[str, DataFrame], window: AuditWindow,
                   config: Any = None) -> dict[str, dict[str, Any]]:
-    """Every source's metric row, computed in ONE Spark action (collect.collect_all), with
+    """Every source's metric row, computed in one() Spark job (tally.collect_tallies), with
     ``rows_valid`` and ``by_topic`` ({topic: valid rows}) added. For callers that hold plain
-    frames; the audit aggregates ``metric_aggregates`` in a pass it already makes."""
-    tables: dict[str, DataFrame] = {}
+    frames; the audit tallies ``metric_tally`` with its accounting."""
+    tallies: list[Tally] = []
     for source, df in frames.items():
-        tables[source] = df.agg(*metric_aggregates(source, window, config))
-        tables[f"{source}/by_topic"] = (df.filter(F.col("topic").isNotNull())
-                                        .groupBy(F.col("topic"))
-                                        .agg(F.count(F.lit(1)).alias("rows")))
-    collected = collect_all(tables)
+        tallies.append(metric_tally(source, df, window, config, name=source))
+        tallies.append(Tally(f"{source}/by_topic", df, F.col("topic").isNotNull(),
+                             keys={"topic": F.col("topic")}, sums={"rows": one()}))
+    collected = collect_tallies(tallies)
     out: dict[str, dict[str, Any]] = {}
     for source in frames:
-        row = dict(collected[source][0]) if collected[source] else {}
+        row = {n: collected[source][0][n] for n in metric_names(source)}
         row["rows_valid"] = row.get("rows") or 0
         row["by_topic"] = {r["topic"]: int(r["rows"]) for r in collected[f"{source}/by_topic"]}
         out[source] = row

@@ -1,0 +1,55 @@
+"""tally.collect_tallies: many small tables in one aggregation, equal to one groupBy each."""
+
+from __future__ import annotations
+
+from job_count import spark_jobs
+from pyspark.sql import functions as F
+
+from delivery_audit.tally import Tally, collect_tallies, count_where, one
+
+ROWS = [("a", 1, 10, "x"), ("a", 1, 12, None), ("a", 2, 7, "x"), ("b", 1, None, "y"),
+        ("b", 1, 3, "y")]
+
+
+def _frame(spark):
+    return spark.createDataFrame(ROWS, "topic string, partition int, offset bigint, tag string")
+
+
+def test_tallies_equal_one_group_by_each_in_one_job(spark):
+    df = _frame(spark)
+    other = spark.createDataFrame([("g", 5), ("g", 6), ("h", 1)], "group_id string, offset bigint")
+    got, jobs = spark_jobs(spark, lambda: collect_tallies([
+        Tally("ranges", df, keys={"topic": F.col("topic")},
+              int_keys={"partition": F.col("partition")},
+              sums={"n": one(), "tagged": count_where(F.col("tag") == "x")},
+              mins={"lo": F.col("offset")}, maxs={"hi": F.col("offset")}),
+        Tally("tags", df, F.col("offset") > 5, keys={"tag": F.col("tag")}, sums={"n": one()}),
+        Tally("groups", other, keys={"group_id": F.col("group_id")}, sums={"n": one()},
+              maxs={"reach": F.col("offset")}, at_least=("n", 2)),
+        Tally("everything", df, sums={"rows": one()}, maxs={"hi": F.col("offset")}),
+        Tally("nothing", df, F.lit(False), sums={"rows": one()}, mins={"lo": F.col("offset")}),
+    ]))
+    assert jobs == 1
+    want = (df.groupBy("topic", "partition")
+            .agg(F.count(F.lit(1)).alias("n"),
+                 F.count(F.when(F.col("tag") == "x", 1)).alias("tagged"),
+                 F.min("offset").alias("lo"), F.max("offset").alias("hi")).collect())
+    assert sorted(tuple(sorted(r.items())) for r in got["ranges"]) == sorted(
+        tuple(sorted(r.asDict().items())) for r in want)
+    # a null key is a group, as in SQL; a null condition counts as false
+    assert sorted(got["tags"], key=lambda r: str(r["tag"])) == [
+        {"tag": None, "n": 1}, {"tag": "x", "n": 2}]
+    assert got["groups"] == [{"group_id": "g", "n": 2, "reach": 6}]
+    # a table without keys has one row, even over no rows (counts 0, extremes None)
+    assert got["everything"] == [{"rows": 5, "hi": 12}]
+    assert got["nothing"] == [{"rows": 0, "lo": None}]
+
+
+def test_two_tallies_of_one_name_are_refused(spark):
+    df = _frame(spark)
+    try:
+        collect_tallies([Tally("t", df, sums={"n": one()}), Tally("t", df, sums={"n": one()})])
+    except ValueError as exc:
+        assert "share a name" in str(exc)
+    else:
+        raise AssertionError("two tallies named t were accepted")
