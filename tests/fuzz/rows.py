@@ -213,6 +213,8 @@ def check_ingested(result, quarantine: list, files: dict[str, list[Line]],
     assert c["rows_read"] == c["rows_valid"] + c["rows_quarantined"], c
     assert len(quarantine) == c["rows_quarantined"], (len(quarantine), c)
     assert valid_count == c["rows_valid"] - c["rows_after_window"] - c["rows_before_lookback"]
+    # the input suites' metric row counts the valid leaf (rule 5's later copies left out)
+    assert result.metrics["rows"] == valid_count, (result.metrics["rows"], valid_count)
     seen: dict[tuple[str, int], str] = {}
     for q in quarantine:
         assert q["reason"], q

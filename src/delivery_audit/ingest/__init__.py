@@ -17,19 +17,21 @@ exact duplicates of rule 5 from one small aggregation shared by every source
 from __future__ import annotations
 
 import tempfile
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
 from ..detection.facts import fact_tallies
-from ..quality import metric_names, metric_tally
+from ..quality import metric_aggregates, metric_names, metric_tally
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
 from ..tally import Tally, collect_tallies, one
 from .dedup import compared_values, later_copies
@@ -179,9 +181,10 @@ class Ingestion:
 def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                window: AuditWindow, config: AuditConfig, work: Path) -> Ingestion:
     """Every source staged (one scan each), then one Spark action for the accounting of all
-    of them, the input metrics of the GX suites and detection's facts; rule-5 duplicates,
-    when a fingerprint repeats, cost one more small action and a rewrite of that source's
-    valid rows. Returns each source's valid rows (a Parquet leaf below ``work``), its
+    of them, the input metrics of the GX suites and detection's facts (tallies of one
+    aggregation); rule-5 duplicates, when a fingerprint repeats, cost one more small action
+    and one job that writes the valid rows of the sources holding them again, without their
+    later copies, observing their metrics on the way. Returns each source's valid rows (a Parquet leaf below ``work``), its
     quarantine and its counts."""
     out: dict[str, Ingested] = {}
     to_stage: dict[str, ResolvedInput] = {}
@@ -220,7 +223,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                 "_rid", "_status", "topic")
         suspects.update(collect_all(probe))
 
-    rewritten: dict[str, DataFrame] = {}
+    kept: dict[str, DataFrame] = {}  # valid rows without their later copies (rule 5)
     for s, st in staged.items():
         splits_rows = got[f"{s}:splits"]
         splits = _Splits.of(splits_rows)
@@ -248,15 +251,10 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         # rows_read = rows_valid + rows_quarantined holds by construction from here
         counts["rows_valid"] = counts["rows_read"] - counts["rows_quarantined"]
         valid = status_leaf(spark, st, "valid")
-        if moved["valid"]:  # the valid leaf, written again without the later copies
-            path = work / "valid" / s
+        if moved["valid"]:
             rids = [r["_rid"] for r in later if r["_status"] == "valid"]
-            (_with_values(spark, frames[s].filter(F.col("_status") == "valid"), "_rid",
-                          rids, keep=False)
-             .select(*[F.col(f.name) for f in FIELDS[s]])
-             .write.mode("overwrite").parquet(str(path)))
-            valid = spark.read.schema(canonical_schema(s)).parquet(str(path))
-            rewritten[s] = valid
+            kept[s] = _with_values(spark, frames[s].filter(F.col("_status") == "valid"),
+                                   "_rid", rids, keep=False)
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic,
@@ -264,12 +262,33 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         r = st.resolved
         out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned,
                           staged_bytes, metrics)
-    if rewritten:  # the metrics of a rewritten leaf leave its later copies out (one job)
-        again = collect_tallies([metric_tally(s, df, window, config)
-                                 for s, df in rewritten.items()])
-        for s in rewritten:
-            out[s].metrics.update(again[f"{s}:metrics"][0])
+    if kept:
+        for s, (valid, metrics) in _rewrite_valid(spark, kept, window, config, work).items():
+            out[s].valid = valid
+            out[s].metrics.update(metrics)
     return Ingestion(out, {k: v for k, v in got.items() if k.startswith("facts:")})
+
+
+def _rewrite_valid(spark: SparkSession, kept: dict[str, DataFrame], window: AuditWindow,
+                   config: AuditConfig, work: Path) -> dict[str, tuple[DataFrame, dict]]:
+    """The valid leaves of the sources with later copies (rule 5), written again without
+    them in ONE job (partitioned by source) that also observes their metrics (the copies
+    left out): per source, its new leaf and its metric row."""
+    observed = {s: Observation(f"valid-{s}-{uuid.uuid4().hex[:8]}") for s in kept}
+    parts = [df.observe(observed[s], *metric_aggregates(s, window, config))
+             .select(*[F.col(f.name) for f in FIELDS[s]], F.lit(s).alias("_source"))
+             for s, df in kept.items()]
+    root = work / "valid"
+    (reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
+     .write.mode("overwrite").partitionBy("_source").parquet(str(root)))
+    out: dict[str, tuple[DataFrame, dict]] = {}
+    for s in kept:
+        path = root / f"_source={s}"
+        schema = canonical_schema(s)
+        leaf = (spark.read.schema(schema).parquet(str(path)) if path.is_dir()
+                else spark.createDataFrame([], schema))
+        out[s] = (leaf, dict(observed[s].get))
+    return out
 
 
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -31,19 +32,50 @@ def _parquet_kind(dtype: T.DataType) -> str:
     return "other"
 
 
-def _parquet_groups(files: list[str]) -> dict[str, list[str]]:
+def _parquet_groups(files: list[str]) -> dict[str, tuple[pa.Schema, list[str]]]:
     """Group Parquet files by schema: each group is read on its own and the token frames
     are unioned, so files that type a column differently (``partition`` int in one,
     string in another) are each parsed by their own types instead of failing Spark's
     schema merge."""
-    groups: dict[str, list[str]] = defaultdict(list)
+    groups: dict[str, tuple[pa.Schema, list[str]]] = {}
     for path in files:
         try:
             schema = pq.read_schema(path)
         except Exception as exc:  # pyarrow raises several types for a bad footer
             raise input_error(f"{path}: not a readable Parquet file: {exc}") from exc
-        groups[str(schema.remove_metadata())].append(path)
+        groups.setdefault(str(schema.remove_metadata()), (schema, []))[1].append(path)
     return groups
+
+
+def _spark_type(t: pa.DataType) -> T.DataType | None:
+    """The type Spark's own Parquet schema inference gives a column of this Arrow type,
+    where it is unambiguous; None otherwise (a timestamp without a time zone may be INT96,
+    which Spark reads as TIMESTAMP, or TIMESTAMP_NTZ; nested and unsigned types)."""
+    simple = {pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(),
+              pa.int64(): T.LongType(), pa.float32(): T.FloatType(),
+              pa.float64(): T.DoubleType(), pa.bool_(): T.BooleanType(),
+              pa.string(): T.StringType(), pa.large_string(): T.StringType(),
+              pa.date32(): T.DateType()}
+    if t in simple:
+        return simple[t]
+    if pa.types.is_timestamp(t) and t.tz is not None and t.unit in ("ms", "us"):
+        return T.TimestampType()
+    if pa.types.is_decimal128(t):
+        return T.DecimalType(t.precision, t.scale)
+    return None
+
+
+def _read_schema(schema: pa.Schema) -> T.StructType | None:
+    """The Spark schema to read a group with, from the footer pyarrow already read: Spark
+    then reads no footer itself (a Spark job per group); None when a column's type is not
+    unambiguous (Spark infers it)."""
+    fields = []
+    for f in schema:
+        t = _spark_type(f.type)
+        if t is None:
+            return None
+        fields.append(T.StructField(f.name, t, True))
+    return T.StructType(fields)
 
 
 def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFrame:
@@ -52,9 +84,11 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
     The groups' token frames are unioned: a field's value columns are those of every kind
     it has in some group."""
     frames = []
-    for group in _parquet_groups(files).values():
+    for schema, group in _parquet_groups(files).values():
+        given = _read_schema(schema)
         try:
-            frames.append(spark.read.parquet(*group))
+            reader = spark.read if given is None else spark.read.schema(given)
+            frames.append(reader.parquet(*group))
         except Exception as exc:  # a schema Spark cannot read (duplicate or odd columns)
             first = (str(exc).splitlines() or [""])[0][:300]
             names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
