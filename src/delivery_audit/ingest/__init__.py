@@ -184,8 +184,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
     of them, the input metrics of the GX suites and detection's facts (tallies of one
     aggregation); rule-5 duplicates, when a fingerprint repeats, cost one more small action
     and one job that writes the valid rows of the sources holding them again, without their
-    later copies, observing their metrics on the way. Returns each source's valid rows (a Parquet leaf below ``work``), its
-    quarantine and its counts."""
+    later copies, observing their metrics on the way. Returns each source's valid rows (a
+    Parquet leaf below ``work``), its quarantine and its counts."""
     out: dict[str, Ingested] = {}
     to_stage: dict[str, ResolvedInput] = {}
     for source, r in resolved.items():
