@@ -199,8 +199,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         return Ingestion(out)
     staged = stage_sources(spark, to_stage, window, config, work)
     frames = {s: read_staged(spark, st) for s, st in staged.items()}
-    valid = F.col("_status") == F.lit("valid")
-    tallies = fact_tallies(frames, valid)
+    is_valid = F.col("_status") == F.lit("valid")
+    tallies = fact_tallies(frames, is_valid)
     for s, df in frames.items():
         tallies += [
             Tally(f"{s}:splits", df, keys={"_file": F.col("_file"), "_status": F.col("_status")},
@@ -208,7 +208,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                   mins={"first_pos": F.col("_pos")}),
             Tally(f"{s}:repeated", df, F.col("_fp").isNotNull(),
                   int_keys={"_fp": F.col("_fp")}, sums={"n": one()}, at_least=("n", 2)),
-            metric_tally(s, df, window, config, valid)]
+            metric_tally(s, df, window, config, is_valid)]
     got = collect_tallies(tallies)
 
     repeated = {s: [r["_fp"] for r in got[f"{s}:repeated"]] for s in frames}
@@ -253,8 +253,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         valid = status_leaf(spark, st, "valid")
         if moved["valid"]:
             rids = [r["_rid"] for r in later if r["_status"] == "valid"]
-            kept[s] = _with_values(spark, frames[s].filter(F.col("_status") == "valid"),
-                                   "_rid", rids, keep=False)
+            kept[s] = _with_values(spark, frames[s].filter(is_valid), "_rid", rids,
+                                   keep=False)
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic,
