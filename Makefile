@@ -12,6 +12,8 @@ DEMO_DIR ?= demo
 DEMO_MESSAGES ?= 20000
 DEMO_DAY ?= $(shell date -u -d yesterday +%Y-%m-%d)
 BENCH_MESSAGES ?= 1000000
+# pytest-xdist workers of make test (each its own Spark session; tests/conftest.py)
+TEST_WORKERS ?= 2
 
 .PHONY: setup demo demo-cli test test-fast test-lab test-cluster lint bench clean
 
@@ -40,7 +42,7 @@ demo-cli: setup
 # DAG's e2e test still runs on such a cluster). The labs run too: their recordings in the
 # background from the session's start (tests/lab_recordings.py). CI runs this.
 test: setup
-	$(BIN)/python -m pytest -q --durations=20 -m "not cluster"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=20 -m "not cluster"
 
 # A generated day audited on a standalone cluster (master + 2 workers on 127.0.0.1) equals its
 # truth although one worker JVM is SIGKILLed mid-job (about 80 s).

@@ -18,12 +18,14 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
-#: never ~/airflow: a gitignored folder of the checkout
-AIRFLOW_HOME = REPO / ".airflow" / "pytest"
+#: never ~/airflow: a gitignored folder of the checkout, one per pytest-xdist worker (each has
+#: its own SQLite metadata DB; conftest imports this module before any test module)
+AIRFLOW_HOME = REPO / ".airflow" / "-".join(filter(None, ["pytest",
+                                                          os.environ.get("PYTEST_XDIST_WORKER")]))
 
-# In-process Airflow for the modules importing this one (the DAG and task tests): Airflow
-# writes airflow.cfg into AIRFLOW_HOME on import, so these come before any airflow import.
-os.environ.setdefault("AIRFLOW_HOME", str(AIRFLOW_HOME))
+# In-process Airflow for every test (the DAG, task and settings tests): Airflow writes
+# airflow.cfg into AIRFLOW_HOME on import, so these come before any airflow import.
+os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO / "dags"))
 os.environ.setdefault("AIRFLOW__CORE__PLUGINS_FOLDER", str(REPO / "plugins"))

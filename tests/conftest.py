@@ -1,15 +1,24 @@
-"""Shared fixtures: one real local SparkSession for the whole test run."""
+"""Shared fixtures: one real local SparkSession per test process (make test runs two pytest-xdist
+workers, each with its own session, Airflow home and servers; see SHARED_WORKER below)."""
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+# the CLI's tables are as wide as their rows whatever the tmp paths in them (an xdist
+# worker's are longer: …/popen-gw0/…); rich reads COLUMNS when it is not on a terminal
+os.environ.setdefault("COLUMNS", "200")
 
+# Airflow's home for the in-process Airflow of any test (one per xdist worker), before any
+# module imports Airflow
+import airflow_helpers  # noqa: E402, F401
 
 # the SQL settings every test module starts from (an audit run by a test re-applies the
 # engine's defaults and tunes the session for its input; an audit that fails before tuning
@@ -86,13 +95,44 @@ AUDIT_FIXTURES = {"small_audit", "plain_audit", "pseudo_audit", "two_runs",
                   "scenario_audit"}
 
 
+@pytest.hookimpl(trylast=True)  # after -m has deselected: only for selected lab tests
+def pytest_collection_finish(session):
+    lab_recordings.start(session.items)
+
+
+# --- pytest-xdist (make test: -n 2 --dist loadgroup) ------------------------------------------
+
+#: modules that share a session fixture or a server (the Connect server, the scenario, small
+#: and hostile audits, the S3 fault proxy) run on one worker, so that it is made once; every
+#: other module is a group of its own (its module fixtures made once)
+SHARED_WORKER = {
+    "servers": ("test_airflow_e2e.py", "test_airflow_snapshot.py", "test_airflow_outputs.py",
+                "test_dags.py", "test_connect.py", "test_scenarios.py", "test_cli.py",
+                "test_explain.py", "test_idempotence.py", "test_remediation.py",
+                "test_faults.py"),
+    "hostile": ("test_security.py", "test_privacy.py"),
+}
+_GROUP_OF = {module: group for group, modules in SHARED_WORKER.items() for module in modules}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(items):
     for item in items:
         if AUDIT_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.audit)
+        module = item.path.relative_to(item.config.rootpath).as_posix()
+        item.add_marker(pytest.mark.xdist_group(_GROUP_OF.get(item.path.name, module)))
 
 
-@pytest.hookimpl(trylast=True)  # after -m has deselected: only for selected lab tests
-def pytest_collection_finish(session):
-    lab_recordings.start(session.items)
+def pytest_configure(config):
+    """The xdist controller's folder for the lab recordings (tests/lab_recordings.py)."""
+    if config.pluginmanager.hasplugin("dsession"):  # the controller, not a worker
+        folder = tempfile.mkdtemp(prefix="delivery-audit-lab-recordings-")
+        os.environ[lab_recordings.SHARED_ENV] = folder  # the workers, started later, inherit it
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    lab_recordings.start_for_workers(ids)
 

@@ -4,7 +4,6 @@ docs). Checks the services, healthchecks, volumes, loopback-only ports and the w
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -12,8 +11,6 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-# the settings schema's package imports Airflow: never ~/airflow
-os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
 if str(REPO / "plugins") not in sys.path:
     sys.path.append(str(REPO / "plugins"))
 AIRFLOW = ["airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]

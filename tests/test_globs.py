@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from delivery_audit.core.globs import expand_braces, select
 from delivery_audit.ingest import InputError, resolve
 
 REPO = Path(__file__).resolve().parents[1]
-# the S3 sensor imports Airflow: never ~/airflow (Airflow writes airflow.cfg into its home)
-os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
 if str(REPO / "plugins") not in sys.path:
     sys.path.append(str(REPO / "plugins"))
 

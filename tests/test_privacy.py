@@ -128,9 +128,6 @@ def test_cli_refuses_pseudonymise_without_key_before_spark(tmp_path, monkeypatch
 def test_airflow_key_source_env_then_connection():
     if str(REPO / "plugins") not in sys.path:
         sys.path.append(str(REPO / "plugins"))
-    import os
-
-    os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
     from delivery_audit_airflow.settings import PSEUDONYM_CONN_ID, pseudonym_key_env
 
     asked: list[str] = []

@@ -303,7 +303,6 @@ def test_window_id_and_folder():
 
 
 def _plan():
-    os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".airflow" / "pytest"))
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     if str(REPO / "plugins") not in sys.path:
         sys.path.append(str(REPO / "plugins"))

@@ -45,7 +45,8 @@ EXIT_PUBLISH = 4
 ADAPTER_CHOICES = ", ".join([AUTO, *ADAPTERS])
 CANONICAL_CHOICES = "jsonl, csv, parquet"  # ingest/files.FORMATS (importing it loads Spark)
 console = Console(stderr=False)
-err = Console(stderr=True)
+# an error is one line however long its path: never broken where a log or CI keeps it
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 1) -> None:
