@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .spark import local_frame
+
 KEY_ENV = "DELIVERY_AUDIT_PSEUDONYM_KEY"
 MIN_KEY_CHARS = 16
 HEX_CHARS = 32  # 128 bits of the HMAC
@@ -103,8 +105,7 @@ def pseudonym_column(value: Column, prefix: str, ipad: Column, opad: Column) -> 
 def _with_pads(df: DataFrame, key: bytes) -> DataFrame:
     spark: SparkSession = df.sparkSession
     ipad, opad = hmac_pads(key)
-    pads = spark.createDataFrame([(bytearray(ipad), bytearray(opad))],
-                                 f"{_IPAD} binary, {_OPAD} binary")
+    pads = local_frame(spark, [(bytes(ipad), bytes(opad))], f"{_IPAD} binary, {_OPAD} binary")
     return df.crossJoin(F.broadcast(pads))
 
 

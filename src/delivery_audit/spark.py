@@ -7,12 +7,16 @@ import re
 import socket
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 from urllib.parse import urlparse
 
+import pyarrow as pa
 from pyspark import SparkConf, SparkContext
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -182,6 +186,23 @@ def _env_flag(name: str, default: bool) -> bool:
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect client session (no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]],
+                schema: str | T.StructType) -> DataFrame:
+    """A frame of a few driver-side rows (a lookup table, an empty source), handed to Spark as
+    an Arrow table: a local relation the JVM reads alone. (A classic session's
+    ``createDataFrame`` of a list is a pickled RDD instead: every job that reads it runs a
+    Python worker per task, 0.27 s against 0.06 s for an empty frame's count here.) Spark
+    Connect's client already sends a list as Arrow."""
+    if is_connect(spark):
+        return spark.createDataFrame(list(rows), schema)
+    struct = schema if isinstance(schema, T.StructType) else T.StructType.fromDDL(schema)
+    arrow = to_arrow_schema(struct)
+    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in struct.fields]
+    table = pa.table([pa.array(c, type=f.type) for c, f in zip(columns, arrow, strict=True)],
+                     schema=arrow)
+    return spark.createDataFrame(table, schema=struct)
 
 
 def default_parallelism(spark: SparkSession) -> int:

@@ -33,6 +33,7 @@ from ..core.window import AuditWindow
 from ..detection.facts import fact_tallies
 from ..quality import metric_aggregates, metric_names, metric_tally
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
+from ..spark import local_frame
 from ..tally import Tally, collect_tallies, one
 from .dedup import compared_values, later_copies
 from .files import InputError, ResolvedInput, resolve
@@ -165,7 +166,7 @@ def _with_values(spark: SparkSession, df: DataFrame, column: str, values: list[i
     if len(values) <= _LITERAL_VALUES:
         hit = F.col(column).isin(values)
         return df.filter(hit if keep else ~hit)
-    table = spark.createDataFrame([(v,) for v in values], f"{column} long")
+    table = local_frame(spark, [(v,) for v in values], f"{column} long")
     return df.join(F.broadcast(table), on=column, how="left_semi" if keep else "left_anti")
 
 
@@ -286,7 +287,7 @@ def _rewrite_valid(spark: SparkSession, kept: dict[str, DataFrame], window: Audi
         path = root / f"_source={s}"
         schema = canonical_schema(s)
         leaf = (spark.read.schema(schema).parquet(str(path)) if path.is_dir()
-                else spark.createDataFrame([], schema))
+                else local_frame(spark, [], schema))
         out[s] = (leaf, dict(observed[s].get))
     return out
 
@@ -301,7 +302,7 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
                       work).sources[resolved.source]
 
 def empty_quarantine(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([], QUARANTINE_SCHEMA)
+    return local_frame(spark, [], QUARANTINE_SCHEMA)
 
 
 def empty_source(spark: SparkSession, source: str) -> Ingested:
@@ -310,5 +311,5 @@ def empty_source(spark: SparkSession, source: str) -> Ingested:
 
     metrics = {"duplicates_quarantined": 0, "by_topic": {},
                **{n: None if n.endswith("_ms") else 0 for n in metric_names(source)}}
-    return Ingested(source, spark.createDataFrame([], canonical_schema(source)),
+    return Ingested(source, local_frame(spark, [], canonical_schema(source)),
                     empty_quarantine(spark), counts, metrics=metrics)

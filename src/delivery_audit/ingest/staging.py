@@ -18,6 +18,7 @@ from ..adapters import convert
 from ..config import AuditConfig
 from ..core.window import AuditWindow
 from ..schemas import FIELDS, TIME_COLUMN, canonical_schema
+from ..spark import local_frame
 from .dedup import fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format
 from .parsing import typed_rows
@@ -159,7 +160,7 @@ def status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
     path = st.root / f"_status={status}"
     schema = canonical_schema(st.source)
     if not path.is_dir():
-        return spark.createDataFrame([], schema)
+        return local_frame(spark, [], schema)
     return spark.read.schema(schema).parquet(str(path))
 
 

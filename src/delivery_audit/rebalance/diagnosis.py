@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from ..spark import local_frame
 from .settings import Settings
 from .units import iso, millis, num
 
@@ -25,8 +26,8 @@ def leave_evidence(ledger: DataFrame, leaves: list[tuple[str, str, int]],
     # (group, member, leave ms, lookback start ms, max.poll.records): one row per leave
     bounds = [(g, m, t, t - lookback.get(g, 0), settings[g]["max.poll.records"])
               for g, m, t in leaves]
-    table = ledger.sparkSession.createDataFrame(
-        bounds, "l_group string, l_member string, l_t long, l_from long, l_mpr int")
+    table = local_frame(ledger.sparkSession, bounds,
+                        "l_group string, l_member string, l_t long, l_from long, l_mpr int")
     # only the leavers' rows in the leaves' lookback (what the join keeps), by a filter of
     # the scan instead of a shuffle of the whole ledger (1M messages, 31 leaves: 103,969
     # rows shuffled instead of 498,569); past _EXACT_LEAVES leaves, a superset (the join

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..spark import local_frame
 from .settings import Settings
 from .timeline import Clusters
 from .units import millis
@@ -21,7 +22,8 @@ def links(anomalies: DataFrame, clusters: Clusters, settings: dict[str, Settings
         millis("related_ts").alias("ps"))
     counted = clusters.counted()
     if counted:
-        table = anomalies.sparkSession.createDataFrame(
+        table = local_frame(
+            anomalies.sparkSession,
             [(g, i, r.start, settings[g]["max.poll.interval.ms"]) for g, i, r in counted],
             "r_group string, r_idx int, r_start long, r_interval long")
         cond = ((F.col("group_id") == F.col("r_group")) & (F.col("r_start") <= F.col("s"))
