@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from delivery_audit.schemas import FIELDS, canonical_schema
+from delivery_audit.spark import local_frame
 
 DAY = "2026-11-19"
 START, END = f"{DAY}T00:00:00Z", "2026-11-20T00:00:00Z"
@@ -28,7 +29,7 @@ def frame(spark, source: str, rows: list[dict]):
         unknown = set(r) - set(names)
         assert not unknown, f"unknown {source} fields {unknown}"
         data.append(tuple(ts(r.get(n)) if kinds[n] == "timestamp" else r.get(n) for n in names))
-    return spark.createDataFrame(data, canonical_schema(source))
+    return local_frame(spark, data, canonical_schema(source))  # as the engine makes them
 
 
 class Log:

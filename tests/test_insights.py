@@ -12,6 +12,7 @@ from delivery_audit.core.window import AuditWindow
 from delivery_audit.report.html import render_html
 from delivery_audit.report.insights import compute_insights
 from delivery_audit.schemas import ANOMALY_SCHEMA, canonical_schema
+from delivery_audit.spark import local_frame
 
 WINDOW = AuditWindow.of("2025-01-01T00:00:00Z", "2025-01-02T00:00:00Z", 60)
 T0 = datetime(2025, 1, 1, 0, 0, tzinfo=UTC)
@@ -22,8 +23,7 @@ def at(minutes: float) -> datetime:
 
 
 def frame(spark, schema, rows: list[dict]):
-    return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows],
-                                 schema)
+    return local_frame(spark, [tuple(r.get(f.name) for f in schema.fields) for r in rows], schema)
 
 
 def anomaly(name, severity, **kw):

@@ -33,6 +33,7 @@ from delivery_audit.quality import (
     write_results,
 )
 from delivery_audit.schemas import canonical_schema
+from delivery_audit.spark import local_frame
 
 REPO = Path(__file__).resolve().parents[1]
 SUITES = (*INPUT_SUITES, RESULTS_SUITE)
@@ -50,8 +51,7 @@ def ts(minutes: float) -> datetime:
 
 def frame(spark, source: str, rows: list[dict]):
     schema = canonical_schema(source)
-    return spark.createDataFrame([tuple(r.get(f.name) for f in schema.fields) for r in rows],
-                                 schema)
+    return local_frame(spark, [tuple(r.get(f.name) for f in schema.fields) for r in rows], schema)
 
 
 def good_rows() -> dict[str, list[dict]]:
