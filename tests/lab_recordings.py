@@ -41,6 +41,7 @@ STARTED = "started"
 class _Recording(threading.Thread):
     def __init__(self, name: str, record, shared: Path | None = None) -> None:
         super().__init__(name=f"lab-recording-{name}", daemon=True)
+        self.recording = name
         self.folder = Path(tempfile.mkdtemp(prefix=f"delivery-audit-{name}-lab-", dir=shared))
         self._record = record
         self._shared = shared
@@ -53,7 +54,7 @@ class _Recording(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - handed to the test that waits for it
             self.error = exc
         if self._shared is not None:  # for the xdist worker that runs the lab tests
-            done = self._shared / f"{self.name}.pickle"
+            done = _result_file(self._shared, self.recording)
             part = done.with_suffix(".part")
             try:
                 payload = pickle.dumps((self.result, self.error))
@@ -78,6 +79,10 @@ def _outcome(result: Any, error: BaseException | None) -> Any:
             pytest.skip(f"the lab broker cannot start here: {error}")
         raise error
     return result
+
+
+def _result_file(shared: Path, name: str) -> Path:
+    return shared / f"{name}.pickle"
 
 
 def _shared_folder() -> Path | None:
@@ -130,7 +135,7 @@ def _start(module_names: list[str], shared: Path | None = None) -> None:
 
 
 def _from_controller(name: str, shared: Path, timeout: float = 300) -> Any:
-    done = shared / f"lab-recording-{name}.pickle"
+    done = _result_file(shared, name)
     deadline = time.monotonic() + timeout
     while not done.exists():
         if time.monotonic() > deadline:
