@@ -41,6 +41,7 @@ from .pruning import Bounds
 from .staging import (
     STATUSES,
     Staged,
+    canonical_leaf,
     read_staged,
     stage_sources,
     staged_size,
@@ -284,11 +285,7 @@ def _rewrite_valid(spark: SparkSession, kept: dict[str, DataFrame], window: Audi
      .write.mode("overwrite").partitionBy("_source").parquet(str(root)))
     out: dict[str, tuple[DataFrame, dict]] = {}
     for s in kept:
-        path = root / f"_source={s}"
-        schema = canonical_schema(s)
-        leaf = (spark.read.schema(schema).parquet(str(path)) if path.is_dir()
-                else local_frame(spark, [], schema))
-        out[s] = (leaf, dict(observed[s].get))
+        out[s] = (canonical_leaf(spark, root / f"_source={s}", s), dict(observed[s].get))
     return out
 
 

@@ -157,8 +157,13 @@ def read_staged(spark: SparkSession, st: Staged) -> DataFrame:
 
 def status_leaf(spark: SparkSession, st: Staged, status: str) -> DataFrame:
     """The rows of one status as one Parquet leaf of canonical columns (empty if none)."""
-    path = st.root / f"_status={status}"
-    schema = canonical_schema(st.source)
+    return canonical_leaf(spark, st.root / f"_status={status}", st.source)
+
+
+def canonical_leaf(spark: SparkSession, path: Path, source: str) -> DataFrame:
+    """The Parquet folder ``path`` read with the source's canonical columns; empty when no row
+    was written there (Spark writes no folder for a partition without rows)."""
+    schema = canonical_schema(source)
     if not path.is_dir():
         return local_frame(spark, [], schema)
     return spark.read.schema(schema).parquet(str(path))
