@@ -3,10 +3,11 @@
 Three passes, each ending in one exchange of routed rows (routes.py):
 
 1. **by key** (keyed/): sends, broker copies and ledger rows of every (topic, key) in
-   one sort; identity figures, judging, the write-side rules (write_side.py);
-2. **by (group, topic, partition)** and **by (group, identity)**: the consumer side
-   (consumer.py: redelivery.py, retries.py, ordering.process_reorder, overlap candidates),
-   the delivery states and dup_effect (delivery_states.py), write_reorder (ordering.py);
+   one sort; identity figures, judging, the write-side rules (write_side.py),
+   write_reorder (ordering.py) and, per (group, identity) in the same partitioning, the
+   delivery states and dup_effect (delivery_states.py);
+2. **by (group, topic, partition)**: the consumer side (consumer.py: redelivery.py,
+   retries.py, ordering.process_reorder, overlap candidates);
 3. the few rows that need more: concurrent_processing among overlap candidates
    (concurrency.py), the cause of a redelivery by the same member (redelivery.py), and
    the small tables the report counts (outputs.py); the published evidence, the source
@@ -45,7 +46,6 @@ from . import (
     delivery_states,
     evidence_table,
     keyed,
-    ordering,
     outputs,
     redelivery,
     routes,
@@ -63,7 +63,7 @@ class Detection:
     anomalies: DataFrame  # one row per counting unit (a leaf: computed once, read by all)
     facts_rows: DataFrame  # the report's small tables as fact rows (outputs.py)
     facts: Facts
-    pairs: DataFrame  # pass 2's pair and success rows (for :attr:`states`)
+    pairs: DataFrame  # pass 1's pair and success rows (for :attr:`states`)
     evidence_rows: DataFrame | None = None  # the published evidence (evidence_table.py)
     observations: dict[str, Observation] = field(default_factory=dict)
     rules: list[str] = field(default_factory=lambda: list(ANOMALY_NAMES))
@@ -123,8 +123,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     # the broker rows with their transaction (a leaf of its own when the dump has any)
     outcomes = transactions.outcomes(frames["broker"], facts)
     by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts, outcomes)
-    pass2, identities = by_key.exchanged, by_key.identities
-    pairs = routes.of_kind(pass2, keyed_layout.P)
+    pass2, identities, pairs = by_key.exchanged, by_key.identities, by_key.states
     sla = {g: ms for g in facts.group_ids if (ms := config.sla_ms(g)) is not None}
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed_layout.L), window)
@@ -137,7 +136,6 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
         routes.of_kind(pass2, keyed_layout.A),
         write_side.first_move(routes.of_kind(pass2, keyed_layout.K)),
-        ordering.write_reorder(routes.of_kind(pass2, keyed_layout.W)),
         routes.of_kind(pass3, consumer.A),
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),

@@ -3,10 +3,11 @@ imply (skipped, pending, expired_unconsumed) and dup_effect.
 
 late_delivery (contract §9) compares a pair's first success with the time that judges it.
 
-Pass 2 routes, for each judged identity, one *pair* row per group consuming its topic (its
-figures from pass 1, and whether the group went past every copy: rule 12) and every
-successful processing of the identity, by group (keyed/routed_rows.py). One window over (group,
-identity) counts the successes k and orders them (delivery_states._counted); per pair the
+Pass 1 (by key) gives, for each judged identity, one *pair* row per group consuming its
+topic (its figures, and whether the group went past every copy: rule 12) and every
+successful processing of the identity (keyed/routed_rows.py), in its partitioning: one
+window per (group, identity) counts the successes k and orders them (_counted), with no
+exchange; what it decides goes to pass 3 as routed rows (:func:`states_pass`). Per pair the
 precedence: k ≥ 2
 ``delivered_duplicate``, k = 1 ``delivered_once``; else with a broker copy, ``skipped`` if
 the group went past every copy, else ``pending``; else (no copy) an acked offset inside
@@ -24,32 +25,22 @@ from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
 
-_PART = ["_r1", "_r2", "_r3"]  # group, topic, a bucket of identities
-# per (group, identity) run: its successes in processing order, then its pair
-_ORDER = ["key_null", "key_v", "seq", "is_pair", "started_ts", "finished_ts", "partition",
-          "offset", "member_id"]
+# per (group, identity): its successes in processing order, then its pair
+_RUN = ["group_id", "topic", "key_null", "key_v", "seq"]
+_ORDER = ["is_pair", "started_ts", "finished_ts", "partition", "offset", "member_id"]
 _SUCCESS = "NOT is_pair"
 
 
 def _counted(rows: DataFrame) -> DataFrame:
-    """Per row of a (group, identity) run: ``n`` its successes up to it (a pair row: all of
-    them, k) and ``first``, the run's first success; windows over the whole bucket, the
-    run found by its identity changing."""
-    rows = S.select(rows, "*",
-                    S.over(f"count(IF({_SUCCESS}, 1, NULL))", _PART, _ORDER, UPTO).alias("_cum"),
-                    S.over("lag(named_struct('k', key_null, 'v', key_v, 's', seq))", _PART,
-                           _ORDER).alias("_prev"))
-    start = "NOT coalesce(_prev = named_struct('k', key_null, 'v', key_v, 's', seq), false)"
+    """Per row of a (group, identity): ``n`` its successes up to it (a pair row: all of
+    them, k) and ``first``, the first success; one window per (group, identity), in the
+    partitioning the rows come in (by key: no exchange)."""
     first = ("named_struct('member_id', member_id, 'partition', partition, 'offset', offset, "
              "'started_ts', started_ts)")
-    rows = S.select(rows, "*",
-                    S.over(f"last(IF({start}, _cum - IF({_SUCCESS}, 1, 0), NULL), true)",
-                           _PART, _ORDER, UPTO).alias("_base"),
-                    S.over(f"last(IF({start}, {first}, NULL), true)", _PART, _ORDER, UPTO)
+    n = S.over(f"count(IF({_SUCCESS}, 1, NULL))", _RUN, _ORDER, UPTO)
+    return S.select(rows, "*", n.alias("n"), n.alias("k"),
+                    S.over(f"first(IF({_SUCCESS}, {first}, NULL), true)", _RUN, _ORDER, UPTO)
                     .alias("first"))
-    n = S.col("_cum") - S.col("_base")
-    return S.select(rows, *[c for c in rows.columns if not c.startswith("_") or c in _PART],
-                    n.alias("n"), n.alias("k"))
 
 
 def state() -> X:
@@ -140,7 +131,7 @@ def dup_effect() -> tuple[X, X]:
 
 def state_rows(pairs: DataFrame) -> DataFrame:
     """One row per (group, judged identity on a topic the group consumes): group_id, topic,
-    key, seq, state, successes (pass 2's pair and success rows in, as routed)."""
+    key, seq, state, successes (pass 1's pair and success rows in: keyed.KeyedPass.states)."""
     return _with_state(pairs).filter("is_pair AND group_id IS NOT NULL").selectExpr(
         "group_id", "topic", f"{KEY.sql} AS key", "seq", "state", "k AS successes")
 
@@ -149,11 +140,12 @@ def states_pass(pairs: DataFrame, sla_ms: dict[str, int] | None = None,
                 read_starts: dict[tuple[str, int], int] | None = None) -> DataFrame:
     """The states, dup_effect and late_delivery (``sla_ms``: group → latency SLA) as routed
     rows for pass 3: anomaly rows, and one row per pair not delivered once (the report
-    counts states; delivered_once is the rest of the judged identities). ``read_starts``:
-    an offsets file's read_from where it lies above the log start (pending's cause)."""
+    counts states; delivered_once is the rest of the judged identities). ``pairs``: pass
+    1's pair and success rows (keyed.KeyedPass.states). ``read_starts``: an offsets file's
+    read_from where it lies above the log start (pending's cause)."""
     emit = routes.emit_when
     K, A, ST = consumer.KINDS, consumer.A, consumer.ST
-    anywhere = (S.col("_r1"), S.col("_r2"), S.col("_r3"))
+    anywhere = (S.col("group_id"), S.col("topic"), routes.route_hash("key_v", "seq"))
     rows = [emit(K, cond, A, *anywhere, a)
             for cond, a in (*_state_anomalies(read_starts), dup_effect(),
                             late_delivery(sla_ms or {}))]

@@ -10,21 +10,23 @@ with no other shuffle or sort:
   consuming its topic whether the group went past every copy (rule 12: its attempts and
   commits, from the facts, or a ``skipped`` mark on the copy's record);
 * **copies** (routed_rows.py) — each broker row with the previous copy of its key
-  (key_partition_split, the first copy in a partition for write_reorder, the first copy
-  for dup_write) and its identity (a merge join);
+  (key_partition_split, the first copy for dup_write) and its identity (a merge join);
+  among the first copies of each identity in a partition, the key's running maximum seq
+  in that partition in offset order (write_reorder: a sort within the task);
 * **ledger rows** (routed_rows.py) — each with the broker copy at its record (its
   timestamp, for delivery latency) and its identity's ``judged`` flag (merge joins);
 * per key, the identities in seq order: seq_gap's range and each identity's predecessor
-  (routed_rows.py).
+  (routed_rows.py);
+* **the states' rows** (routed_rows.py): per judged identity one pair per group
+  consuming its topic, and its successful processings, by key as they are:
+  delivery_states.py counts them per (group, identity) with no exchange of their own.
 
 Transactions (contract §9, transactions.py): broker rows carry their outcome; an aborted
 row judges its identity (rule 25) and may be a zombie write, but it is no copy (rule 22),
 and a ledger row at it is an aborted read, otherwise treated like an unresolved row.
 
 The pass ends by emitting routed rows (routes.py; their kinds: layout.py): the write
-side's anomaly rows, the ledger rows (to the consumer side), the (group, identity) pairs
-of the states and the successful processings (to the states and dup_effect), the first
-copy of each identity in a partition (write_reorder) and the key moves
+side's anomaly rows, the ledger rows (to the consumer side) and the key moves
 (key_partition_split: the first per key).
 
 This module runs the pass: :func:`keyed_pass`, from the sources' rows to the exchanged
@@ -44,13 +46,21 @@ from .. import routes, transactions
 from ..facts import Facts
 from .identity_facts import identities
 from .leaves import broker_rows, leaf, ledger_rows, send_rows
-from .routed_rows import copy_rows, identity_rows, ledger_out
+from .routed_rows import (
+    copy_rows,
+    identity_rows,
+    ledger_joined,
+    ledger_out,
+    pair_rows,
+    success_rows,
+)
 
 
 @dataclass(frozen=True)
 class KeyedPass:
     exchanged: DataFrame  # the pass's routed rows, exchanged for pass 2
     identities: DataFrame  # a leaf: the judged counts read it
+    states: DataFrame  # the (group, identity) pairs and the successes (layout.P), by key
     sends_broker: DataFrame  # the leaves by key: send and broker rows (_side SEND, BROKER)
     ledger: DataFrame  # ledger rows and marks (_side LEDGER, MARK)
 
@@ -68,7 +78,9 @@ def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditC
     sb = leaf(send_rows(frames["sends"], facts).unionByName(broker_rows(outcomes)))
     lm = leaf(ledger_rows(ledger, frames["broker"], facts))
     ids = identities(sb, lm, window, facts)
-    out = (identity_rows(ids, config, facts)
+    led = ledger_joined(lm, sb, ids)
+    out = (identity_rows(ids, config)
            .unionByName(copy_rows(sb, ids))
-           .unionByName(ledger_out(lm, sb, ids, config, facts)))
-    return KeyedPass(routes.exchange(out), ids, sb, lm)
+           .unionByName(ledger_out(led, config, facts)))
+    states = pair_rows(ids, facts).unionByName(success_rows(led))
+    return KeyedPass(routes.exchange(out), ids, states, sb, lm)

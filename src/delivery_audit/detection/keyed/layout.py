@@ -1,8 +1,9 @@
 """Pass 1's layout: the sides of its leaves' rows (broker, send, ledger, mark), the
 columns that name an identity and a key, the sort every step streams over, the group
-slots of rule 12's masks, and the kinds of routed rows the pass emits (routes.py): ``A``
-anomaly rows, ``L`` ledger rows, ``P`` (group, identity) pairs and successes, ``W`` the
-first copy in a partition, ``K`` key moves."""
+slots of rule 12's masks, the kinds of routed rows the pass emits (routes.py): ``A``
+anomaly rows, ``L`` ledger rows, ``K`` key moves; and the columns of the delivery states'
+rows (``P``: (group, identity) pairs and successes, which stay in the pass's partitioning,
+delivery_states.py)."""
 
 from __future__ import annotations
 
@@ -22,17 +23,17 @@ L = routes.Kind("l", "group_id:string,member_id:string,topic:string,partition:in
                 "offset:bigint,key_null:boolean,key_v:string,seq:bigint,"
                 "started_ts:timestamp,finished_ts:timestamp,outcome:string,"
                 "resolved:boolean,judged:boolean,copy_ts:timestamp")
-P = routes.Kind("p", "group_id:string,topic:string,key_null:boolean,key_v:string,"
-                f"seq:bigint,is_pair:boolean,n_copies:bigint,first_copy:{AT},"
-                f"any_acked:boolean,acked_inside:boolean,acked_below:boolean,acked_at:{AT},"
-                f"below_at:{AT},first_send_ts:timestamp,judged_ts:timestamp,past:boolean,"
-                "partition:int,offset:bigint,member_id:string,started_ts:timestamp,"
-                "finished_ts:timestamp")
-W = routes.Kind("w", "topic:string,key_null:boolean,key_v:string,seq:bigint,"
-                "partition:int,offset:bigint,timestamp:timestamp,judged:boolean")
+# a (group, identity) pair's row (its identity's figures) or a successful processing's
+P = (("group_id", "string"), ("topic", "string"), ("key_null", "boolean"),
+     ("key_v", "string"), ("seq", "bigint"), ("is_pair", "boolean"), ("n_copies", "bigint"),
+     ("first_copy", AT), ("any_acked", "boolean"), ("acked_inside", "boolean"),
+     ("acked_below", "boolean"), ("acked_at", AT), ("below_at", AT),
+     ("first_send_ts", "timestamp"), ("judged_ts", "timestamp"), ("past", "boolean"),
+     ("partition", "int"), ("offset", "bigint"), ("member_id", "string"),
+     ("started_ts", "timestamp"), ("finished_ts", "timestamp"))
 K = routes.Kind("k", f"anomaly:{ANOMALY_TYPE},key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint")
-KINDS = (A, L, P, W, K)
+KINDS = (A, L, K)
 
 
 def group_slots(facts: Facts) -> dict[str, list[tuple[str, int]]]:
