@@ -483,3 +483,72 @@ def test_ingest_output_is_the_strict_only_output(spark, tmp_path, monkeypatch):
     assert with_fast[2] == strict_only[2]
     assert len(with_fast[1]) > 20 and len(with_fast[2]) > 100
 
+
+
+# Parquet columns of their fields' own types skip the token frame (ingest/native.py): files
+# whose every column is native, each with hostile values of one type in one field.
+NATIVE_TYPES = {"string": ("string", "key", "enum"), "int64": ("long", "nonneg_long", "int",
+                                                            "nonneg_int"),
+                "int32": ("int", "nonneg_int", "long"), "ts": ("timestamp",), "bool": ("bool",)}
+
+
+def _native_files(tmp, source: str) -> list[str]:
+    files, start = [], 0
+    for type_name, kinds in NATIVE_TYPES.items():
+        for f in FIELDS[source]:
+            if f.kind in kinds:
+                path = tmp / f"{source}-{f.name}-{type_name}.parquet"
+                start += write_typed_file(path, source, type_name, start, only=f.name)
+                files.append(str(path))
+    return files
+
+
+def _handmade_sends(tmp) -> str:
+    """Native sends rows the files above do not hold: an upper-case status, an acked send
+    without partition (rule 3), an empty required topic, a negative partition, the offset
+    past the last a log can hold, an attempt past int range in an int64 column."""
+    pa = _pa()
+    import pyarrow.parquet as pq
+
+    base = [valid_row("sends", 900_000 + i) for i in range(7)]
+    base[0]["status"] = "ACKED"
+    base[1]["partition"] = None
+    base[2]["topic"] = ""
+    base[3]["partition"] = -1
+    base[4]["offset"] = 2**63 - 1
+    base[5]["attempt"] = 2**31
+    columns = {}
+    for f in FIELDS["sends"]:
+        t = pa.int64() if f.name == "attempt" else _native_type(pa, f)
+        columns[f.name] = pa.array([typed_value(f, r[f.name]) if f.name not in (
+            "partition", "offset", "attempt", "topic", "status") else r[f.name] for r in base], t)
+    path = tmp / "sends-handmade.parquet"
+    pq.write_table(pa.table(columns), path)
+    return str(path)
+
+
+@pytest.mark.parametrize("source", ["sends", "broker"])
+def test_native_parquet_ingest_is_the_token_path_output(spark, tmp_path, monkeypatch, source):
+    """Ingest of all-native Parquet files (straight from the scan for plain rows) gives the
+    very valid rows and quarantine (rows, reasons) of the token path for every row."""
+    import delivery_audit.ingest.native as native_module
+
+    files = _native_files(tmp_path, source)
+    if source == "sends":
+        files.append(_handmade_sends(tmp_path))
+
+    def run():
+        got = ingest(spark, resolve(source, files), WINDOW, AuditConfig())
+        micros = [F.unix_micros(f.name).alias(f.name) if f.kind == "timestamp"
+                  else F.col(f.name) for f in FIELDS[source]]
+        valid = sorted((tuple(r) for r in got.valid.select(*micros).collect()), key=repr)
+        bad = sorted((r["file"], r["row"], r["reason"], r["raw"]) for r in got.quarantine.collect())
+        return got.counts, valid, bad
+
+    native = run()
+    monkeypatch.setattr(native_module, "is_native", lambda source, types: False)
+    tokens = run()
+    assert native[0] == tokens[0]
+    assert native[1] == tokens[1]
+    assert native[2] == tokens[2]
+    assert len(native[1]) > 20 and len(native[2]) > 5

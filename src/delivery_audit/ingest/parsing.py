@@ -63,7 +63,7 @@ def _epoch_ms_text(kind: X, text: X) -> X:
     )
 
 
-def _in_years_1_to_9999(ts: X) -> X:
+def in_years_1_to_9999(ts: X) -> X:
     """The timestamp itself when it lies in years 0001–9999 (UTC), else null. Spark's
     cast takes ISO text of year 0, negative years and years past 9999 ("+10000-…"); the
     same bound as epoch ms applies to them (a Python datetime cannot hold them either)."""
@@ -90,7 +90,7 @@ def _timestamp_value(kind: X, text: X, ms_text: X) -> X:
     ms = ms_text.try_cast("long")
     ms_ok = ms.between(S.lit(_MS_MIN), S.lit(_MS_MAX))
     iso = S.when(_iso_text(kind, text) & ms_text.isNull(),
-                 _in_years_1_to_9999(text.try_cast("timestamp")))
+                 in_years_1_to_9999(text.try_cast("timestamp")))
     return S.when(ms_ok, S.fn("timestamp_millis", S.when(ms_ok, ms))).otherwise(iso)
 
 
@@ -179,7 +179,7 @@ _OTHER_KIND_START = ("-", *"0123456789", '"', "{", "[")
 _TEXT_KINDS = ("string", "jtext")  # jtext: JSON Lines' fast reading (tokens/jsonl.py)
 
 
-def _int_range(f: Field, value: X) -> X:
+def int_range(f: Field, value: X) -> X:
     """The strict rules' range checks of an integer (rule 3, int and offset bounds)."""
     ok = S.lit(True)
     if f.kind.startswith("nonneg"):
@@ -200,7 +200,7 @@ def _fast_value(f: Field, kind: X, cols: dict[str, X]) -> X:
     textual = kind.isin(*_TEXT_KINDS)
     if f.kind in ("long", "nonneg_long", "int", "nonneg_int"):
         if "__i" in cols:
-            branches.append(((kind == "int") & _int_range(f, cols["__i"]), cols["__i"]))
+            branches.append(((kind == "int") & int_range(f, cols["__i"]), cols["__i"]))
         if text is not None:
             digits = text.rlike(_PLAIN_DIGITS)
             if f.kind.endswith("int"):
@@ -208,7 +208,7 @@ def _fast_value(f: Field, kind: X, cols: dict[str, X]) -> X:
             branches.append((textual & digits, text.try_cast("long")))
     elif f.kind == "timestamp":
         if "__t" in cols:
-            branches.append((kind == "timestamp", _in_years_1_to_9999(cols["__t"])))
+            branches.append((kind == "timestamp", in_years_1_to_9999(cols["__t"])))
         if "__i" in cols:
             ms = cols["__i"]
             branches.append(((kind == "int") & ms.between(0, 99_999_999_999_999),
@@ -218,7 +218,7 @@ def _fast_value(f: Field, kind: X, cols: dict[str, X]) -> X:
             branches += [
                 (textual & digits, S.fn("timestamp_millis", text.try_cast("long"))),
                 (textual & text.rlike(ISO_8601),
-                 _in_years_1_to_9999(text.try_cast("timestamp")))]
+                 in_years_1_to_9999(text.try_cast("timestamp")))]
     elif f.kind == "enum":
         if text is not None:
             lowered = S.fn("lower", text)

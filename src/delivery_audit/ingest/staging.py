@@ -19,6 +19,7 @@ from ..config import AuditConfig
 from ..core.window import AuditWindow
 from ..schemas import FIELDS, TIME_COLUMN, canonical_schema
 from ..spark import local_frame
+from . import native
 from .dedup import fingerprint
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format
 from .parsing import typed_rows
@@ -85,8 +86,10 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
     for f in files:
         groups.setdefault(file_format(fmt, f), []).append(f)
     # each format by its own reader and rules: the typed rows have the same columns
-    rows = union_all([typed_rows(read_tokens(spark, g, group, source), source,
-                                 exact_for(g, source)) for g, group in sorted(groups.items())])
+    rows = union_all([
+        native.parquet_rows(spark, group, source) if g == "parquet" else
+        typed_rows(read_tokens(spark, g, group, source), source, exact_for(g, source))
+        for g, group in sorted(groups.items())])
     parsed = F.col("_reason").isNull() & ~F.col("_blank")
     staged = rows.select(
         "_file", "_block", "_pos",

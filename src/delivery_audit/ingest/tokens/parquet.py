@@ -78,11 +78,9 @@ def _read_schema(schema: pa.Schema) -> T.StructType | None:
     return T.StructType(fields)
 
 
-def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    """Parquet, each group of files with one schema read with its own column types: a
-    value keeps its native type (a long, a timestamp, a boolean) and only text is parsed.
-    The groups' token frames are unioned: a field's value columns are those of every kind
-    it has in some group."""
+def read_groups(spark: SparkSession, files: list[str]) -> list[DataFrame]:
+    """Each group of files with one schema (:func:`_parquet_groups`) read with its own
+    column types."""
     frames = []
     for schema, group in _parquet_groups(files).values():
         given = _read_schema(schema)
@@ -93,11 +91,24 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
             first = (str(exc).splitlines() or [""])[0][:300]
             names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
             raise input_error(f"{names}: cannot be read as Parquet: {first}") from exc
+    return frames
+
+
+def tokens_of(frames: list[DataFrame], source: str) -> DataFrame:
+    """The groups' token frames, unioned: a field's value columns are those of every kind
+    it has in some group."""
     suffixes: dict[str, set[str]] = defaultdict(set)
     for df in frames:
         for name, dtype in _types(df).items():
             suffixes[name].add(VALUE_COLUMNS.get(_parquet_kind(dtype), "__s"))
     return union_all([_parquet_tokens(df, source, suffixes) for df in frames])
+
+
+def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFrame:
+    """Parquet, each group of files with one schema read with its own column types: a
+    value keeps its native type (a long, a timestamp, a boolean) and only text is parsed.
+    The groups' token frames are unioned (:func:`tokens_of`)."""
+    return tokens_of(read_groups(spark, files), source)
 
 
 def _types(df: DataFrame) -> dict[str, T.DataType]:
