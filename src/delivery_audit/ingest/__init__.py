@@ -6,9 +6,10 @@ Valid rows at or after the read bound (end + grace, rule 6) are counted as
 bound are counted as ``rows_before_lookback``.
 
 One scan per source: the files are read once, every row typed by one projection chain
-(parsing.typed_rows) and written once to Parquet in the run's work folder, every source in
-one Spark job, partitioned by source and status (valid, after_window, before_lookback,
-quarantined, blank; staging.py). Everything else
+(parsing.typed_rows; a Parquet file whose columns already have their fields' types: its
+plainly valid rows straight from the scan, native.py) and written once to Parquet in the
+run's work folder, every source in one Spark job, partitioned by source and status (valid,
+after_window, before_lookback, quarantined, blank; staging.py). Everything else
 comes from that staged copy: the accounting, the line numbers of quarantined rows and the
 exact duplicates of rule 5 from one small aggregation shared by every source
 (:func:`ingest_all`), and detection reads the ``_status=valid`` folder as one leaf.
