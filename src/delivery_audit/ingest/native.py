@@ -17,7 +17,10 @@ the typed columns alone (docs/plan-redesign.md, fifth session).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from dataclasses import dataclass
+
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -120,17 +123,47 @@ def plain_rows(df: DataFrame, source: str) -> DataFrame:
         F.lit(None).cast("string").alias("_reason"))
 
 
-def parquet_rows(spark: SparkSession, files: list[str], source: str) -> DataFrame:
-    """Parquet files as parsing.typed_rows gives them: in each group of files with one
-    schema whose columns are all native, the plainly valid rows straight from the scan
-    (:func:`plain_rows`) and the others through the token frame and the strict rules;
-    every other group through the token frame whole. Each native group is scanned twice
-    (Parquet reads only the columns, and the second scan keeps only the rows that are not
-    plain)."""
+@dataclass
+class Deferred:
+    """A group of all-native Parquet files whose staged write takes its plain rows only:
+    ``plain`` counts them as they are written; when that is fewer than the files' rows (by
+    their footers), the group's other rows are typed by the strict rules and written after
+    (:meth:`strict_rows`). On a day without such rows the strict rules are never planned."""
+
+    source: str
+    frame: DataFrame  # the group's scan
+    rows: int  # the group's rows, by the files' footers
+    plain: Observation
+
+    @property
+    def complete(self) -> bool:
+        """Every row of the group was plain (and is written)."""
+        return int(self.plain.get.get("n", 0)) == self.rows
+
+    def strict_rows(self) -> DataFrame:
+        """The group's rows that are not plain, as parsing.typed_rows gives them."""
+        rest = self.frame.filter((~plain(self.source, _types(self.frame))).sql)
+        return typed_rows(tokens_of([rest], self.source), self.source,
+                          exact_for("parquet", self.source))
+
+
+def parquet_rows(spark: SparkSession, files: list[str], source: str
+                 ) -> tuple[DataFrame, list[Deferred]]:
+    """Parquet files as parsing.typed_rows gives them, but for each group of files with
+    one schema whose columns are all native: its plain rows straight from the scan
+    (:func:`plain_rows`), its other rows deferred (:class:`Deferred`). Every other group
+    goes through the token frame whole."""
     frames = read_groups(spark, files)
-    native = [is_native(source, _types(df)) for df in frames]
-    plains = [plain_rows(df, source) for df, n in zip(frames, native, strict=True) if n]
-    rest = [df.filter((~plain(source, _types(df))).sql) if n else df
-            for df, n in zip(frames, native, strict=True)]
-    strict = typed_rows(tokens_of(rest, source), source, exact_for("parquet", source))
-    return union_all([*plains, strict])
+    deferred, parts, others = [], [], []
+    for df, group in frames:
+        if not is_native(source, _types(df)):
+            others.append(df)
+            continue
+        counted = Observation()
+        rows = sum(pq.read_metadata(f).num_rows for f in group)
+        deferred.append(Deferred(source, df, rows, counted))
+        parts.append(plain_rows(df, source).observe(counted, F.count(F.lit(1)).alias("n")))
+    if others:
+        parts.append(typed_rows(tokens_of(others, source), source,
+                                exact_for("parquet", source)))
+    return union_all(parts), deferred

@@ -69,11 +69,18 @@ class Staged:
         return self.resolved.source
 
 
+# the row ids of rows written after the staged write (native.Deferred): above any id
+# monotonically_increasing_id gives in one job (partition index << 33 + row number)
+_LATE_RIDS = 1 << 62
+
+
 def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
-                config: AuditConfig, work: Path) -> tuple[DataFrame, dict[str, int]]:
+                config: AuditConfig, work: Path
+                ) -> tuple[DataFrame, dict[str, int], list[native.Deferred]]:
     """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
-    output goes to ``work/adapted/<source>`` first, on the driver); and the adapter's extra
-    counts."""
+    output goes to ``work/adapted/<source>`` first, on the driver); the adapter's extra
+    counts; and the groups of native Parquet files whose rows that are not plain are
+    written only when there are any (native.Deferred)."""
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
@@ -86,23 +93,36 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
     for f in files:
         groups.setdefault(file_format(fmt, f), []).append(f)
     # each format by its own reader and rules: the typed rows have the same columns
-    rows = union_all([
-        native.parquet_rows(spark, group, source) if g == "parquet" else
-        typed_rows(read_tokens(spark, g, group, source), source, exact_for(g, source))
-        for g, group in sorted(groups.items())])
+    parts, deferred = [], []
+    for g, group in sorted(groups.items()):
+        if g == "parquet":
+            rows, later = native.parquet_rows(spark, group, source)
+            parts.append(rows)
+            deferred += later
+        else:
+            parts.append(typed_rows(read_tokens(spark, g, group, source), source,
+                                    exact_for(g, source)))
+    return flagged(union_all(parts), source, window, config), extra_counts, deferred
+
+
+def flagged(rows: DataFrame, source: str, window: AuditWindow, config: AuditConfig,
+            rid_base: int = 0) -> DataFrame:
+    """Typed rows (parsing.typed_rows' columns) in the staged columns: a row id, the raw
+    text of a row that does not parse, the rule-5 fingerprint of one that does, and the
+    status."""
     parsed = F.col("_reason").isNull() & ~F.col("_blank")
-    staged = rows.select(
+    # a row id unique in the source's staged copy: above any union of file groups
+    # (inside one, each branch numbers its own partitions from 0)
+    rid = F.monotonically_increasing_id()
+    return rows.select(
         "_file", "_block", "_pos",
-        # a row id unique in the source's staged copy: above any union of file groups
-        # (inside one, each branch numbers its own partitions from 0)
-        F.monotonically_increasing_id().alias("_rid"),
+        (rid + F.lit(rid_base)).alias("_rid") if rid_base else rid.alias("_rid"),
         F.when(~parsed & ~F.col("_blank"), F.col("_raw")).alias("_raw"),
         "_reason",
         F.when(parsed, fingerprint(source)).alias("_fp"),
         *[F.col(f.name) for f in FIELDS[source]],
         status_column(source, window, config).alias("_status"),
     )
-    return staged, extra_counts
 
 
 def _all_columns() -> list[T.StructField]:
@@ -131,15 +151,15 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
     columns = _all_columns()
     root = work / "staged"
 
+    def aligned(s: str, df: DataFrame) -> DataFrame:
+        own = set(staged_schema(s).names)
+        return df.select(
+            *[F.col(c.name) if c.name in own else F.lit(None).cast(c.dataType).alias(c.name)
+              for c in columns],
+            F.lit(s).alias("_source"), "_status")
+
     def one_frame(sources: list[str]) -> DataFrame:
-        frames = []
-        for s in sources:
-            own = set(staged_schema(s).names)
-            frames.append(planned[s][0].select(
-                *[F.col(c.name) if c.name in own else F.lit(None).cast(c.dataType).alias(c.name)
-                  for c in columns],
-                F.lit(s).alias("_source"), "_status"))
-        return union_all(frames)
+        return union_all([aligned(s, planned[s][0]) for s in sources])
 
     try:
         (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
@@ -151,6 +171,17 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
             except Exception as one:  # noqa: BLE001 - this source's files are the cause
                 raise _cannot_read(resolved[s], one) from one
         raise  # no source fails alone: not an input's fault, Spark's own error stands
+    # native Parquet groups with rows that are not plain: those rows, in one more job
+    late = {s: [d for d in planned[s][2] if not d.complete] for s in sorted(planned)}
+    late = {s: ds for s, ds in late.items() if ds}
+    if late:
+        rows = union_all([aligned(s, flagged(union_all([d.strict_rows() for d in ds]), s,
+                                             window, config, _LATE_RIDS))
+                          for s, ds in late.items()])
+        try:
+            rows.write.partitionBy("_source", "_status").mode("append").parquet(str(root))
+        except Exception as exc:
+            raise _cannot_read(resolved[next(iter(late))], exc) from exc
     return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
 
 

@@ -78,15 +78,15 @@ def _read_schema(schema: pa.Schema) -> T.StructType | None:
     return T.StructType(fields)
 
 
-def read_groups(spark: SparkSession, files: list[str]) -> list[DataFrame]:
+def read_groups(spark: SparkSession, files: list[str]) -> list[tuple[DataFrame, list[str]]]:
     """Each group of files with one schema (:func:`_parquet_groups`) read with its own
-    column types."""
+    column types, with its files."""
     frames = []
     for schema, group in _parquet_groups(files).values():
         given = _read_schema(schema)
         try:
             reader = spark.read if given is None else spark.read.schema(given)
-            frames.append(reader.parquet(*group))
+            frames.append((reader.parquet(*group), group))
         except Exception as exc:  # a schema Spark cannot read (duplicate or odd columns)
             first = (str(exc).splitlines() or [""])[0][:300]
             names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
@@ -108,7 +108,7 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
     """Parquet, each group of files with one schema read with its own column types: a
     value keeps its native type (a long, a timestamp, a boolean) and only text is parsed.
     The groups' token frames are unioned (:func:`tokens_of`)."""
-    return tokens_of(read_groups(spark, files), source)
+    return tokens_of([df for df, _ in read_groups(spark, files)], source)
 
 
 def _types(df: DataFrame) -> dict[str, T.DataType]:
