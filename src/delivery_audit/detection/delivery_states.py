@@ -37,10 +37,11 @@ def _counted(rows: DataFrame) -> DataFrame:
     partitioning the rows come in (by key: no exchange)."""
     first = ("named_struct('member_id', member_id, 'partition', partition, 'offset', offset, "
              "'started_ts', started_ts)")
-    n = S.over(f"count(IF({_SUCCESS}, 1, NULL))", _RUN, _ORDER, UPTO)
-    return S.select(rows, "*", n.alias("n"), n.alias("k"),
-                    S.over(f"first(IF({_SUCCESS}, {first}, NULL), true)", _RUN, _ORDER, UPTO)
-                    .alias("first"))
+    counted = S.select(rows, "*",
+                       S.over(f"count(IF({_SUCCESS}, 1, NULL))", _RUN, _ORDER, UPTO).alias("n"),
+                       S.over(f"first(IF({_SUCCESS}, {first}, NULL), true)", _RUN, _ORDER,
+                              UPTO).alias("first"))
+    return S.select(counted, "*", S.col("n").alias("k"))
 
 
 def state() -> X:
