@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -34,7 +33,7 @@ from ..sqlexpr import X
 from .parsing import in_years_1_to_9999, int_range, typed_rows
 from .tokens import exact_for
 from .tokens.columns import union_all
-from .tokens.parquet import read_groups, tokens_of
+from .tokens.parquet import column_types, read_groups, tokens_of
 from .tokens.text import utf8_problem
 
 _INTEGERS = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
@@ -107,15 +106,11 @@ def plain(source: str, types: dict[str, T.DataType]) -> X:
     return ok
 
 
-def _types(df: DataFrame) -> dict[str, T.DataType]:
-    return {f.name: f.dataType for f in df.schema.fields}
-
-
 def plain_rows(df: DataFrame, source: str) -> DataFrame:
     """The rows of ``df`` (a Parquet scan, every column native: :func:`is_native`) that
     are plainly valid, typed: the columns of parsing.typed_rows (``_raw`` and ``_reason``
     null)."""
-    types = _types(df)
+    types = column_types(df)
     typed = _typed(source, types)
     meta = df.metadataColumn("_metadata")
     return df.filter(plain(source, types).sql).select(
@@ -145,7 +140,7 @@ class Deferred:
 
     def strict_rows(self) -> DataFrame:
         """The group's rows that are not plain, as parsing.typed_rows gives them."""
-        rest = self.frame.filter((~plain(self.source, _types(self.frame))).sql)
+        rest = self.frame.filter((~plain(self.source, column_types(self.frame))).sql)
         return typed_rows(tokens_of([rest], self.source), self.source,
                           exact_for("parquet", self.source))
 
@@ -156,14 +151,12 @@ def parquet_rows(spark: SparkSession, files: list[str], source: str
     one schema whose columns are all native: its plain rows straight from the scan
     (:func:`plain_rows`), its other rows deferred (:class:`Deferred`). Every other group
     goes through the token frame whole."""
-    frames = read_groups(spark, files)
     deferred, parts, others = [], [], []
-    for df, group in frames:
-        if not is_native(source, _types(df)):
+    for df, rows in read_groups(spark, files):
+        if not is_native(source, column_types(df)):
             others.append(df)
             continue
         counted = Observation()
-        rows = sum(pq.read_metadata(f).num_rows for f in group)
         deferred.append(Deferred(source, df, rows, counted))
         parts.append(plain_rows(df, source).observe(counted, F.count(F.lit(1)).alias("n")))
     if others:

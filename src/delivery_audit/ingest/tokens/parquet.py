@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,18 +33,26 @@ def _parquet_kind(dtype: T.DataType) -> str:
     return "other"
 
 
-def _parquet_groups(files: list[str]) -> dict[str, tuple[pa.Schema, list[str]]]:
+class ParquetGroup(NamedTuple):
+    frame: DataFrame  # the group's files read with their own column types
+    rows: int  # the group's rows, by the files' footers
+
+
+def _parquet_groups(files: list[str]) -> dict[str, tuple[pa.Schema, list[str], list[int]]]:
     """Group Parquet files by schema: each group is read on its own and the token frames
     are unioned, so files that type a column differently (``partition`` int in one,
     string in another) are each parsed by their own types instead of failing Spark's
-    schema merge."""
-    groups: dict[str, tuple[pa.Schema, list[str]]] = {}
+    schema merge. Each file's footer is read once: its schema and its row count."""
+    groups: dict[str, tuple[pa.Schema, list[str], list[int]]] = {}
     for path in files:
         try:
-            schema = pq.read_schema(path)
+            meta = pq.read_metadata(path)
+            schema = meta.schema.to_arrow_schema()
         except Exception as exc:  # pyarrow raises several types for a bad footer
             raise input_error(f"{path}: not a readable Parquet file: {exc}") from exc
-        groups.setdefault(str(schema.remove_metadata()), (schema, []))[1].append(path)
+        group = groups.setdefault(str(schema.remove_metadata()), (schema, [], []))
+        group[1].append(path)
+        group[2].append(meta.num_rows)
     return groups
 
 
@@ -78,15 +87,15 @@ def _read_schema(schema: pa.Schema) -> T.StructType | None:
     return T.StructType(fields)
 
 
-def read_groups(spark: SparkSession, files: list[str]) -> list[tuple[DataFrame, list[str]]]:
+def read_groups(spark: SparkSession, files: list[str]) -> list[ParquetGroup]:
     """Each group of files with one schema (:func:`_parquet_groups`) read with its own
-    column types, with its files."""
+    column types, with its row count."""
     frames = []
-    for schema, group in _parquet_groups(files).values():
+    for schema, group, rows in _parquet_groups(files).values():
         given = _read_schema(schema)
         try:
             reader = spark.read if given is None else spark.read.schema(given)
-            frames.append((reader.parquet(*group), group))
+            frames.append(ParquetGroup(reader.parquet(*group), sum(rows)))
         except Exception as exc:  # a schema Spark cannot read (duplicate or odd columns)
             first = (str(exc).splitlines() or [""])[0][:300]
             names = ", ".join(group[:3]) + (" …" if len(group) > 3 else "")
@@ -99,7 +108,7 @@ def tokens_of(frames: list[DataFrame], source: str) -> DataFrame:
     it has in some group."""
     suffixes: dict[str, set[str]] = defaultdict(set)
     for df in frames:
-        for name, dtype in _types(df).items():
+        for name, dtype in column_types(df).items():
             suffixes[name].add(VALUE_COLUMNS.get(_parquet_kind(dtype), "__s"))
     return union_all([_parquet_tokens(df, source, suffixes) for df in frames])
 
@@ -108,15 +117,16 @@ def read_parquet(spark: SparkSession, files: list[str], source: str) -> DataFram
     """Parquet, each group of files with one schema read with its own column types: a
     value keeps its native type (a long, a timestamp, a boolean) and only text is parsed.
     The groups' token frames are unioned (:func:`tokens_of`)."""
-    return tokens_of([df for df, _ in read_groups(spark, files)], source)
+    return tokens_of([g.frame for g in read_groups(spark, files)], source)
 
 
-def _types(df: DataFrame) -> dict[str, T.DataType]:
+def column_types(df: DataFrame) -> dict[str, T.DataType]:
+    """A Parquet scan's data columns (not Spark's ``_metadata``) and their Spark types."""
     return {f.name: f.dataType for f in df.schema.fields if not f.name.startswith("_")}
 
 
 def _parquet_tokens(df: DataFrame, source: str, suffixes: dict[str, set[str]]) -> DataFrame:
-    types = _types(df)
+    types = column_types(df)
     meta = df.metadataColumn("_metadata")
     df = df.select(
         *[quoted(c) for c in types],
