@@ -9,7 +9,7 @@ Those checks are a few comparisons per column, and such rows go from the scan to
 staged write in one projection. Every other row of the file (and every file with another
 type anywhere) goes through the token frame and the strict rules as before
 (parsing.typed_rows): the same rows, the same typed values, the same reasons. For an
-all-native group those rows are deferred (:class:`Deferred`): the staged write counts the
+all-native group those rows are deferred (deferred.py): the staged write counts the
 plain rows it writes, and only a group with fewer than its footers' rows is scanned again
 for the others, in one more job; a clean day never plans the strict rules for it.
 
@@ -20,9 +20,7 @@ the typed columns alone; now 23–24 s (docs/plan-redesign.md, fifth session).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -30,6 +28,7 @@ from .. import sqlexpr as S
 from ..fields import Field
 from ..schemas import FIELDS
 from ..sqlexpr import X
+from .deferred import Deferred, counted, token_rows
 from .parsing import in_years_1_to_9999, int_range, typed_rows
 from .tokens import exact_for
 from .tokens.columns import union_all
@@ -121,45 +120,30 @@ def plain_rows(df: DataFrame, source: str) -> DataFrame:
         F.lit(None).cast("string").alias("_reason"))
 
 
-@dataclass
-class Deferred:
-    """A group of all-native Parquet files whose staged write takes its plain rows only:
-    ``plain`` counts them as they are written; when that is fewer than the files' rows (by
-    their footers), the group's other rows are typed by the strict rules and written after
-    (:meth:`strict_rows`). On a day without such rows the strict rules are never planned."""
-
-    source: str
-    frame: DataFrame  # the group's scan
-    rows: int  # the group's rows, by the files' footers
-    plain: Observation
-
-    @property
-    def complete(self) -> bool:
-        """Every row of the group was plain (and is written)."""
-        return int(self.plain.get.get("n", 0)) == self.rows
-
-    def strict_rows(self) -> DataFrame:
-        """The group's rows that are not plain, as parsing.typed_rows gives them."""
-        rest = self.frame.filter((~plain(self.source, column_types(self.frame))).sql)
-        return typed_rows(tokens_of([rest], self.source), self.source,
-                          exact_for("parquet", self.source))
+def _strict_rows(df: DataFrame, source: str) -> DataFrame:
+    """The rows of an all-native group that are not plain, as parsing.typed_rows gives
+    them."""
+    rest = df.filter((~plain(source, column_types(df))).sql)
+    return typed_rows(tokens_of([rest], source), source, exact_for("parquet", source))
 
 
 def parquet_rows(spark: SparkSession, files: list[str], source: str
                  ) -> tuple[DataFrame, list[Deferred]]:
     """Parquet files as parsing.typed_rows gives them, but for each group of files with
     one schema whose columns are all native: its plain rows straight from the scan
-    (:func:`plain_rows`), its other rows deferred (:class:`Deferred`). Every other group
-    goes through the token frame whole."""
+    (:func:`plain_rows`), its other rows deferred (deferred.Deferred). The other groups
+    go through the token frame (deferred.token_rows)."""
     deferred, parts, others = [], [], []
     for df, rows in read_groups(spark, files):
         if not is_native(source, column_types(df)):
             others.append(df)
             continue
-        counted = Observation()
-        deferred.append(Deferred(source, df, rows, counted))
-        parts.append(plain_rows(df, source).observe(counted, F.count(F.lit(1)).alias("n")))
+        written, n = counted(plain_rows(df, source), F.lit(True))
+        parts.append(written)
+        deferred.append(Deferred(source, lambda n=n, rows=rows: rows - n(),
+                                 lambda df=df: _strict_rows(df, source)))
     if others:
-        parts.append(typed_rows(tokens_of(others, source), source,
-                                exact_for("parquet", source)))
+        rows, later = token_rows(lambda: tokens_of(others, source), "parquet", source)
+        parts.append(rows)
+        deferred.append(later)
     return union_all(parts), deferred

@@ -21,9 +21,9 @@ from ..schemas import FIELDS, TIME_COLUMN, canonical_schema
 from ..spark import local_frame
 from . import native
 from .dedup import fingerprint
+from .deferred import Deferred, token_rows
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format
-from .parsing import typed_rows
-from .tokens import exact_for, read_tokens, union_all
+from .tokens import read_tokens, union_all
 
 
 def status_column(source: str, window: AuditWindow, config: AuditConfig):
@@ -69,18 +69,18 @@ class Staged:
         return self.resolved.source
 
 
-# the row ids of rows written after the staged write (native.Deferred): above any id
+# the row ids of rows written after the staged write (deferred.Deferred): above any id
 # monotonically_increasing_id gives in one job (partition index << 33 + row number)
 _LATE_RIDS = 1 << 62
 
 
 def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
                 config: AuditConfig, work: Path
-                ) -> tuple[DataFrame, dict[str, int], list[native.Deferred]]:
+                ) -> tuple[DataFrame, dict[str, int], list[Deferred]]:
     """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
     output goes to ``work/adapted/<source>`` first, on the driver); the adapter's extra
-    counts; and the groups of native Parquet files whose rows that are not plain are
-    written only when there are any (native.Deferred)."""
+    counts; and each group of files' rows that are not plain, written only when there
+    are any (deferred.Deferred)."""
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
@@ -100,8 +100,10 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
             parts.append(rows)
             deferred += later
         else:
-            parts.append(typed_rows(read_tokens(spark, g, group, source), source,
-                                    exact_for(g, source)))
+            rows, later = token_rows(
+                lambda g=g, group=group: read_tokens(spark, g, group, source), g, source)
+            parts.append(rows)
+            deferred.append(later)
     return flagged(union_all(parts), source, window, config), extra_counts, deferred
 
 
@@ -171,7 +173,7 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
             except Exception as one:  # noqa: BLE001 - this source's files are the cause
                 raise _cannot_read(resolved[s], one) from one
         raise  # no source fails alone: not an input's fault, Spark's own error stands
-    # native Parquet groups with rows that are not plain: those rows, in one more job
+    # the groups with rows that are not plain: those rows, in one more job
     late = {s: [d for d in planned[s][2] if not d.complete] for s in sorted(planned)}
     late = {s: ds for s, ds in late.items() if ds}
     if late:
