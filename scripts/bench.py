@@ -222,13 +222,17 @@ def cold_cli_day(messages: int, work: Path) -> float:
     """A small day audited as a user runs it: `delivery-audit run` as a whole, cold process
     (its own JVM), timed from outside; the job count from its report.json. Returns the
     wall seconds."""
+    from delivery_audit import class_archive
+
     data = day_data(messages, work)
     wall, peak, report_dir = cold_cli_run(day_args(data), work / "reports-small")
     report = json.loads((report_dir / "report.json").read_text())
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     counts = {k: v["count"] for k, v in report["anomalies"].items()}
     print(f"\ncold whole-process audit of a {messages:,}-message day (delivery-audit run): "
-          f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, peak PSS of the process "
+          f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, class archive "
+          f"{'used' if class_archive.java_options() else 'none (make class-archive)'}, "
+          f"peak PSS of the process "
           f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}", flush=True)
     return wall
 

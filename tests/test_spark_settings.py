@@ -89,3 +89,30 @@ def test_the_driver_heap_follows_the_input(monkeypatch, tmp_path):
     (tmp_path / "b.jsonl").write_bytes(b"x" * 24)
     assert local_size([str(tmp_path / "*.jsonl")]) == 1024
     assert local_size([str(tmp_path / "a.jsonl"), "s3://bucket/b.jsonl"]) is None
+
+
+def test_the_driver_jvm_uses_the_class_archive_only_when_built(tmp_path, monkeypatch):
+    """class_archive.py: no archive in the environment → the driver's options are the
+    defaults; once built (a file at archive_path) → the JVM maps it, its CDS log off;
+    DELIVERY_AUDIT_CLASS_ARCHIVE=0 → not used. The path is keyed by the jars it was built
+    on: another jar list is another archive."""
+    from delivery_audit import class_archive
+    from delivery_audit.spark import DEFAULT_CONF, driver_java_options
+
+    monkeypatch.setattr(class_archive.sys, "prefix", str(tmp_path))
+    monkeypatch.delenv(class_archive.OFF, raising=False)
+    path = class_archive.archive_path()
+    assert path.parent == tmp_path / "share" / "delivery-audit"
+    assert driver_java_options() == DEFAULT_CONF["spark.driver.extraJavaOptions"]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"built")
+    options = driver_java_options().split()
+    assert options[0] == "-XX:+UseParallelGC"
+    assert f"-XX:SharedArchiveFile={path}" in options and "-Xlog:cds=off" in options
+    monkeypatch.setenv(class_archive.OFF, "0")
+    assert driver_java_options() == DEFAULT_CONF["spark.driver.extraJavaOptions"]
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "a.jar").write_bytes(b"x")
+    monkeypatch.setattr(class_archive, "_jars", lambda: jars)
+    assert class_archive.archive_path() != path

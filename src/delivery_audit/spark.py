@@ -18,6 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from . import class_archive
+
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.adaptive.enabled": "true",
@@ -83,6 +85,14 @@ def _submitted_conf() -> set[str]:
     return {k for k, _ in SparkConf().getAll()}
 
 
+def driver_java_options() -> str:
+    """The driver JVM's options when Python starts it: the default ones and the class
+    archive's when one was built (class_archive.py)."""
+    archive = class_archive.java_options()
+    base = DEFAULT_CONF["spark.driver.extraJavaOptions"]
+    return f"{base} {archive}" if archive else base
+
+
 def spark_remote(remote: str | None = None) -> str | None:
     """The Spark Connect endpoint to use (``sc://HOST:PORT[/;param=value…]``): the given one,
     else SPARK_REMOTE (which PySpark itself honours); None: a classic session."""
@@ -113,7 +123,8 @@ def get_spark(app_name: str = "delivery-audit", master: str | None = None,
         builder = builder.master(os.environ.get("DELIVERY_AUDIT_MASTER", "local[2]"))
     given = _submitted_conf()
     memory = {"spark.driver.memory": driver_memory_for(input_bytes)}
-    for k, v in {**DEFAULT_CONF, **memory, **(conf or {})}.items():
+    defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": driver_java_options()}
+    for k, v in {**defaults, **memory, **(conf or {})}.items():
         if k not in given or (conf and k in conf):  # spark-submit --conf wins over defaults
             builder = builder.config(k, v)
     spark = builder.getOrCreate()
