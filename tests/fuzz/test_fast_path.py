@@ -552,3 +552,48 @@ def test_native_parquet_ingest_is_the_token_path_output(spark, tmp_path, monkeyp
     assert native[1] == tokens[1]
     assert native[2] == tokens[2]
     assert len(native[1]) > 20 and len(native[2]) > 5
+
+
+@pytest.mark.parametrize("source", ["sends", "ledger"])
+def test_deferred_json_lines_are_the_one_chain_output(spark, tmp_path, monkeypatch, source):
+    """JSON Lines whose lines the fast path does not take are kept by the staged write and
+    typed after it (deferred.jsonl_rows): the very valid rows, counts and quarantine
+    (file, row, reason, raw) as typing every line in the strict rules' one chain, on the
+    hostile corpus's JSON Lines files (plain and gzip), with the line positions intact."""
+    import delivery_audit.ingest.staging as staging
+    from delivery_audit.ingest.deferred import Deferred
+    from delivery_audit.ingest.parsing import typed_rows
+    from delivery_audit.ingest.tokens import exact_for
+    from delivery_audit_sim.generator.hostile import write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus", per_source=60, seed=3)
+    files = [f for f in corpus.files[source] if ".jsonl" in f]
+    # a file opening with a plain line: the kept lines' positions count from a row that
+    # was not kept (the corpus's files open with a hostile line)
+    plain_text = next(f for f in files if f.endswith(".jsonl"))
+    lines = open(plain_text, "rb").read().split(b"\n")
+    opened = tmp_path / f"{source}-opens-plain.jsonl"
+    opened.write_bytes(b"\n".join([lines[1], *lines]))
+    files.append(str(opened))
+
+    def run():
+        got = ingest(spark, resolve(source, files), WINDOW, AuditConfig())
+        micros = [F.unix_micros(f.name).alias(f.name) if f.kind == "timestamp"
+                  else F.col(f.name) for f in FIELDS[source]]
+        valid = sorted((tuple(r) for r in got.valid.select(*micros).collect()), key=repr)
+        bad = sorted((r["file"], r["row"], r["reason"], r["raw"]) for r in got.quarantine.collect())
+        return got.counts, valid, bad
+
+    deferred = run()
+
+    def one_chain(spark_, group, source_, later):
+        rows = typed_rows(read_tokens(spark_, "jsonl", group, source_), source_,
+                          exact_for("jsonl", source_))
+        return rows.withColumn("_later", F.lit(False)), Deferred(source_, lambda: 0, list)
+
+    monkeypatch.setattr(staging, "jsonl_rows", one_chain)
+    chained = run()
+    assert deferred[0] == chained[0]
+    assert deferred[1] == chained[1]
+    assert deferred[2] == chained[2]
+    assert len(deferred[1]) > 10 and len(deferred[2]) > 10

@@ -9,23 +9,41 @@ one more, appending write (staging.stage_sources). A clean day never plans the s
 rules: their projections (a dozen per field, over the code generator's method size, each
 materialising every row) were most of staging's time (docs/plan-redesign.md).
 
-The rows read again are the same rows with the same positions: ``_file``, ``_block`` and
-``_pos`` come from the scan itself (a file's path, its split, the row's index or
-``monotonically_increasing_id`` right above the scan, before any filter), which a second
-scan of the same files in the same session gives again.
+Where the others come from then:
+
+* native Parquet (native.py): a second scan of the group's files, filtered to the rows
+  that are not plain. Their positions (file, row index) are the scan's own, the same in
+  any scan; the count is the footers' rows less the plain rows written.
+* JSON Lines (:func:`jsonl_rows`): the staged write keeps each such line as it was read,
+  with its position, in a status folder of its own (:data:`DEFERRED`); the strict rules
+  read that folder, not the files again (a day of mostly hostile lines parses each line
+  once with the fast reader and then only the hostile ones again). The folder is removed
+  once their typed rows are written.
+* CSV and Parquet of other column types: no deferral; their token frame goes through the
+  strict rules' chain whole (parsing.typed_rows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from ..schemas import FIELDS
 from .parsing import fast_accepted, typed_rows
 from .tokens import exact_for
+from .tokens.jsonl import adapter_output, jsonl_tokens
+from .tokens.text import text_lines, with_text
+
+# a deferred line as the staged write keeps it: where it was read, and its text as read
+LINE_SCHEMA = T.StructType([T.StructField("_file", T.StringType()),
+                            T.StructField("_block", T.LongType()),
+                            T.StructField("_pos", T.LongType()),
+                            T.StructField("_raw", T.StringType())])
 
 
 @dataclass
@@ -56,21 +74,30 @@ def counted(df: DataFrame, rows: Column) -> tuple[DataFrame, Callable[[], int]]:
             lambda: int(seen.get.get("n", 0)))
 
 
-def token_rows(tokens: Callable[[], DataFrame], fmt: str, source: str
+DEFERRED = "_deferred"  # the staged status folder of JSON lines typed later
+
+
+def jsonl_rows(spark: SparkSession, files: list[str], source: str, later: Path
                ) -> tuple[DataFrame, Deferred]:
-    """A token frame's plain rows typed by the fast path alone (parsing.typed_rows'
-    columns, ``_raw`` and ``_reason`` null), and its other rows deferred. ``tokens``
-    builds the frame (each call a new scan of the same files)."""
-    flagged, left = counted(fast_accepted(tokens(), source), ~F.col("_fast"))
-    plain = flagged.filter(F.col("_fast")).select(
+    """JSON Lines files as parsing.typed_rows' columns and ``_later``: a plain row typed by
+    the fast path alone (``_raw`` and ``_reason`` null), every other line with
+    ``_later`` set and its text as read in ``_raw`` (with its position), for the staged
+    write to keep in ``later`` (the status folder :data:`DEFERRED`); and those lines
+    deferred: typed by the strict rules from that folder, not from a second scan of the
+    files. One frame, so the files are scanned and parsed once."""
+    adapted = adapter_output(files)
+    tokens = jsonl_tokens(text_lines(spark, files), source, adapted, keep_line=True)
+    fast = F.col("_fast")
+    rows, left = counted(fast_accepted(tokens, source).select(
         "_file", "_block", "_pos", F.lit(False).alias("_blank"),
-        F.lit(None).cast("string").alias("_raw"),
-        *[F.col(f"{f.name}__f").alias(f.name) for f in FIELDS[source]],
-        F.lit(None).cast("string").alias("_reason"))
+        F.when(~fast, F.col("value")).alias("_raw"),
+        *[F.when(fast, F.col(f"{f.name}__f")).alias(f.name) for f in FIELDS[source]],
+        F.lit(None).cast("string").alias("_reason"), (~fast).alias("_later")), F.col("_later"))
 
     def strict() -> DataFrame:
-        rows = tokens()
-        rest = fast_accepted(rows, source).filter(~F.col("_fast")).select(*rows.columns)
-        return typed_rows(rest, source, exact_for(fmt, source))
+        kept = spark.read.schema(LINE_SCHEMA).parquet(str(later)).select(
+            "_file", "_block", "_pos", F.col("_raw").alias("value"))
+        return typed_rows(jsonl_tokens(with_text(kept), source, adapted), source,
+                          exact_for("jsonl", source))
 
-    return plain, Deferred(source, left, strict)
+    return rows, Deferred(source, left, strict)

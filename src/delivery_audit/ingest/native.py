@@ -28,7 +28,7 @@ from .. import sqlexpr as S
 from ..fields import Field
 from ..schemas import FIELDS
 from ..sqlexpr import X
-from .deferred import Deferred, counted, token_rows
+from .deferred import Deferred, counted
 from .parsing import in_years_1_to_9999, int_range, typed_rows
 from .tokens import exact_for
 from .tokens.columns import union_all
@@ -132,7 +132,7 @@ def parquet_rows(spark: SparkSession, files: list[str], source: str
     """Parquet files as parsing.typed_rows gives them, but for each group of files with
     one schema whose columns are all native: its plain rows straight from the scan
     (:func:`plain_rows`), its other rows deferred (deferred.Deferred). The other groups
-    go through the token frame (deferred.token_rows)."""
+    go through the token frame and the strict rules' chain whole."""
     deferred, parts, others = [], [], []
     for df, rows in read_groups(spark, files):
         if not is_native(source, column_types(df)):
@@ -143,7 +143,6 @@ def parquet_rows(spark: SparkSession, files: list[str], source: str
         deferred.append(Deferred(source, lambda n=n, rows=rows: rows - n(),
                                  lambda df=df: _strict_rows(df, source)))
     if others:
-        rows, later = token_rows(lambda: tokens_of(others, source), "parquet", source)
-        parts.append(rows)
-        deferred.append(later)
+        parts.append(typed_rows(tokens_of(others, source), source,
+                                exact_for("parquet", source)))
     return union_all(parts), deferred

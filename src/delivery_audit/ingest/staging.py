@@ -5,6 +5,7 @@ work folder, all sources in one Spark job, partitioned by ``_source`` and ``_sta
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -21,9 +22,10 @@ from ..schemas import FIELDS, TIME_COLUMN, canonical_schema
 from ..spark import local_frame
 from . import native
 from .dedup import fingerprint
-from .deferred import Deferred, token_rows
+from .deferred import DEFERRED, Deferred, jsonl_rows
 from .files import ADAPTER_FORMATS, InputError, ResolvedInput, file_format
-from .tokens import read_tokens, union_all
+from .parsing import typed_rows
+from .tokens import exact_for, read_tokens, union_all
 
 
 def status_column(source: str, window: AuditWindow, config: AuditConfig):
@@ -97,22 +99,30 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
     for g, group in sorted(groups.items()):
         if g == "parquet":
             rows, later = native.parquet_rows(spark, group, source)
-            parts.append(rows)
+            parts.append(rows.withColumn("_later", F.lit(False)))
             deferred += later
-        else:
-            rows, later = token_rows(
-                lambda g=g, group=group: read_tokens(spark, g, group, source), g, source)
+        elif g == "jsonl":
+            rows, later = jsonl_rows(spark, group, source, _deferred_dir(work, source))
             parts.append(rows)
             deferred.append(later)
+        else:
+            parts.append(typed_rows(read_tokens(spark, g, group, source), source,
+                                    exact_for(g, source)).withColumn("_later", F.lit(False)))
     return flagged(union_all(parts), source, window, config), extra_counts, deferred
+
+
+def _deferred_dir(work: Path, source: str) -> Path:
+    return work / "staged" / f"_source={source}" / f"_status={DEFERRED}"
 
 
 def flagged(rows: DataFrame, source: str, window: AuditWindow, config: AuditConfig,
             rid_base: int = 0) -> DataFrame:
     """Typed rows (parsing.typed_rows' columns) in the staged columns: a row id, the raw
     text of a row that does not parse, the rule-5 fingerprint of one that does, and the
-    status."""
-    parsed = F.col("_reason").isNull() & ~F.col("_blank")
+    status. A row with ``_later`` set is a JSON line kept for the strict rules
+    (deferred.jsonl_rows): its text as read, in the status folder deferred.DEFERRED."""
+    later = F.col("_later") if "_later" in rows.columns else F.lit(False)
+    parsed = F.col("_reason").isNull() & ~F.col("_blank") & ~later
     # a row id unique in the source's staged copy: above any union of file groups
     # (inside one, each branch numbers its own partitions from 0)
     rid = F.monotonically_increasing_id()
@@ -123,7 +133,8 @@ def flagged(rows: DataFrame, source: str, window: AuditWindow, config: AuditConf
         "_reason",
         F.when(parsed, fingerprint(source)).alias("_fp"),
         *[F.col(f.name) for f in FIELDS[source]],
-        status_column(source, window, config).alias("_status"),
+        F.when(later, F.lit(DEFERRED)).otherwise(status_column(source, window, config))
+        .alias("_status"),
     )
 
 
@@ -184,6 +195,8 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
             rows.write.partitionBy("_source", "_status").mode("append").parquet(str(root))
         except Exception as exc:
             raise _cannot_read(resolved[next(iter(late))], exc) from exc
+    for s in planned:  # the lines kept for the strict rules are typed now: not a status
+        shutil.rmtree(_deferred_dir(work, s), ignore_errors=True)
     return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
 
 

@@ -44,7 +44,18 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     file they are ordinary unknown fields (a row cannot claim another file or line).
 
     A line of spaces and tabs is blank (not a row)."""
-    adapter_output = bool(files) and all(written_by_adapter(f) for f in files)
+    return jsonl_tokens(text_lines(spark, files), source, adapter_output(files))
+
+
+def adapter_output(files: list[str]) -> bool:
+    """Every file was written by an adapter in this process (:func:`read_jsonl`)."""
+    return bool(files) and all(written_by_adapter(f) for f in files)
+
+
+def jsonl_tokens(lines: DataFrame, source: str, adapter_output: bool,
+                 keep_line: bool = False) -> DataFrame:
+    """Lines (tokens.text.text_lines' columns) parsed as :func:`read_jsonl` describes;
+    ``keep_line``: the line as read (``value``) kept too."""
     fields = FIELDS[source]
     ddl = [f"{quoted(f.name)} {_json_type(f)}" for f in fields]
     if adapter_output:
@@ -52,11 +63,11 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
     ddl.append("`_corrupt` STRING")
     options = ("map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
                "'allowSingleQuotes', 'false', 'allowNonNumericNumbers', 'false')")
-    lines = text_lines(spark, files)
+    line = ["value"] if keep_line else []
     # a line over the size limit or not UTF-8 is not parsed at all (its reason in _lerr)
-    lined = S.select(lines, "_file", "_block", "_pos", "_text",
+    lined = S.select(lines, "_file", "_block", "_pos", "_text", *line,
                      unusable(S.col("value"), "line").alias("_lerr"))
-    parsed = S.select(lined, "_file", "_block", "_pos", "_text", "_lerr", S.raw(
+    parsed = S.select(lined, "_file", "_block", "_pos", "_text", *line, "_lerr", S.raw(
         f"from_json(CASE WHEN _lerr IS NULL THEN _text END, {S.lit(', '.join(ddl)).sql}, "
         f"{options})").alias("_j"))
 
@@ -90,12 +101,12 @@ def read_jsonl(spark: SparkSession, files: list[str], source: str) -> DataFrame:
             S.when(adapted, j("__file")).otherwise(S.col("_file")).alias("_file"),
             S.when(adapted, S.lit(-1).cast("bigint")).otherwise(S.col("_block")).alias("_block"),
             S.when(adapted, origin_line - 1).otherwise(S.col("_pos")).alias("_pos")]
-    line = shown_line(S.col("_text"), lerr)
+    shown = shown_line(S.col("_text"), lerr)
     return S.select(
-        parsed, *position,
+        parsed, *position, *line,
         S.when(failed & lerr.isNull(), S.col("_text").rlike(r"^[ \t]*$"))
         .otherwise(S.lit(False)).alias("_blank"),
-        (S.coalesce(j("__raw"), line) if adapter_output else line).alias("_raw"),
+        (S.coalesce(j("__raw"), shown) if adapter_output else shown).alias("_raw"),
         "_text", "_lerr", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 

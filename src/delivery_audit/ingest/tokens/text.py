@@ -41,10 +41,15 @@ def text_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     """Text files as lines with their position, the bytes as read (Hadoop's line reader:
     ``\n``, ``\r\n`` or ``\r`` end a line); ``_text``: the line without a BOM opening it
     (where a file began), ``value``: the line as read."""
-    raw = with_position(spark.read.text(files))
+    return with_text(with_position(spark.read.text(files)))
+
+
+def with_text(lines: DataFrame) -> DataFrame:
+    """Lines (``_file``, ``_block``, ``_pos``, ``value``: the line as read) with ``_text``:
+    the line without a BOM opening it."""
     value = S.col("value")
     text = S.when(S.fn("startswith", value, S.lit(BOM)), S.fn("substr", value, 2)).otherwise(value)
-    return S.select(raw, "_file", "_block", "_pos", "value", text.alias("_text"))
+    return S.select(lines, "_file", "_block", "_pos", "value", text.alias("_text"))
 
 
 def unusable(text: X, what: str) -> X:
