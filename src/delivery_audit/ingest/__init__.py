@@ -17,6 +17,8 @@ exact duplicates of rule 5 from one small aggregation shared by every source
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
@@ -295,7 +297,9 @@ def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
     """One source's rows, valid or quarantined with a reason (see :func:`ingest_all`);
     staged below ``work`` (a new temp folder without it), which must outlive the use of
     the returned frames."""
-    work = work or Path(tempfile.mkdtemp(prefix=f"delivery-audit-{resolved.source}-"))
+    if work is None:  # the frames read it until the process ends: removed then
+        work = Path(tempfile.mkdtemp(prefix=f"delivery-audit-{resolved.source}-"))
+        atexit.register(shutil.rmtree, work, ignore_errors=True)
     return ingest_all(spark, {resolved.source: resolved}, window, config,
                       work).sources[resolved.source]
 

@@ -103,10 +103,11 @@ class OffsetsFile:
 def read_offsets(path_or_uri: str, stage_dir: str | Path | None = None) -> OffsetsFile:
     """The offsets file at a local path or ``s3://`` URI (staged below ``stage_dir``),
     checked whole; an InputError names the file and the field."""
+    if stage_dir is None:  # the file is read whole here: its staged copy goes with it
+        with tempfile.TemporaryDirectory(prefix="delivery-audit-offsets-") as tmp:
+            return read_offsets(path_or_uri, tmp)
     text = str(path_or_uri)
-    stage = Path(stage_dir) if stage_dir is not None else Path(
-        tempfile.mkdtemp(prefix="delivery-audit-offsets-"))
-    found = resolve("offsets", [text], stage_dir=stage)
+    found = resolve("offsets", [text], stage_dir=Path(stage_dir))
     if found is None or len(found.files) != 1:
         n = 0 if found is None else len(found.files)
         raise InputError(f"{text}: an offsets file must name one file ({n} match)")
