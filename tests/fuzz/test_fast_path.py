@@ -527,6 +527,17 @@ def _handmade_sends(tmp) -> str:
     return str(path)
 
 
+def _ingested(spark, source: str, files: list[str]):
+    """A source's ingest: its counts, valid rows (timestamps as micros) and quarantine
+    (file, row, reason, raw), sorted."""
+    got = ingest(spark, resolve(source, files), WINDOW, AuditConfig())
+    micros = [F.unix_micros(f.name).alias(f.name) if f.kind == "timestamp"
+              else F.col(f.name) for f in FIELDS[source]]
+    valid = sorted((tuple(r) for r in got.valid.select(*micros).collect()), key=repr)
+    bad = sorted((r["file"], r["row"], r["reason"], r["raw"]) for r in got.quarantine.collect())
+    return got.counts, valid, bad
+
+
 @pytest.mark.parametrize("source", ["sends", "broker"])
 def test_native_parquet_ingest_is_the_token_path_output(spark, tmp_path, monkeypatch, source):
     """Ingest of all-native Parquet files (straight from the scan for plain rows) gives the
@@ -537,17 +548,9 @@ def test_native_parquet_ingest_is_the_token_path_output(spark, tmp_path, monkeyp
     if source == "sends":
         files.append(_handmade_sends(tmp_path))
 
-    def run():
-        got = ingest(spark, resolve(source, files), WINDOW, AuditConfig())
-        micros = [F.unix_micros(f.name).alias(f.name) if f.kind == "timestamp"
-                  else F.col(f.name) for f in FIELDS[source]]
-        valid = sorted((tuple(r) for r in got.valid.select(*micros).collect()), key=repr)
-        bad = sorted((r["file"], r["row"], r["reason"], r["raw"]) for r in got.quarantine.collect())
-        return got.counts, valid, bad
-
-    native = run()
+    native = _ingested(spark, source, files)
     monkeypatch.setattr(native_module, "is_native", lambda source, types: False)
-    tokens = run()
+    tokens = _ingested(spark, source, files)
     assert native[0] == tokens[0]
     assert native[1] == tokens[1]
     assert native[2] == tokens[2]
@@ -576,15 +579,7 @@ def test_deferred_json_lines_are_the_one_chain_output(spark, tmp_path, monkeypat
     opened.write_bytes(b"\n".join([lines[1], *lines]))
     files.append(str(opened))
 
-    def run():
-        got = ingest(spark, resolve(source, files), WINDOW, AuditConfig())
-        micros = [F.unix_micros(f.name).alias(f.name) if f.kind == "timestamp"
-                  else F.col(f.name) for f in FIELDS[source]]
-        valid = sorted((tuple(r) for r in got.valid.select(*micros).collect()), key=repr)
-        bad = sorted((r["file"], r["row"], r["reason"], r["raw"]) for r in got.quarantine.collect())
-        return got.counts, valid, bad
-
-    deferred = run()
+    deferred = _ingested(spark, source, files)
 
     def one_chain(spark_, group, source_, later):
         rows = typed_rows(read_tokens(spark_, "jsonl", group, source_), source_,
@@ -592,7 +587,7 @@ def test_deferred_json_lines_are_the_one_chain_output(spark, tmp_path, monkeypat
         return rows.withColumn("_later", F.lit(False)), Deferred(source_, lambda: 0, list)
 
     monkeypatch.setattr(staging, "jsonl_rows", one_chain)
-    chained = run()
+    chained = _ingested(spark, source, files)
     assert deferred[0] == chained[0]
     assert deferred[1] == chained[1]
     assert deferred[2] == chained[2]
