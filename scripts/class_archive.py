@@ -1,7 +1,7 @@
 """Build this environment's class archive for the driver JVM (src/delivery_audit/
 class_archive.py): a small generated day audited once by a JVM
-that writes every class it loaded to the archive when it exits. `make setup` runs it; it
-does nothing when the archive is already there.
+that writes every class it loaded to the archive when it exits. `make class-archive` runs
+it (not `make setup`); it does nothing when the archive is already there.
 
 Usage: python scripts/class_archive.py [--force]
 """
@@ -43,14 +43,18 @@ def build(target: Path) -> None:
         options = (f"{DEFAULT_CONF['spark.driver.extraJavaOptions']} "
                    f"{class_archive.dump_options(partial)}")
         spark = get_spark(conf={"spark.driver.extraJavaOptions": options})
-        _audit(spark, day, Path(tmp) / "reports")
-        spark.stop()
-        # the JVM writes the archive as it exits: end it (EOF on its stdin) and wait
-        gateway = SparkContext._gateway
-        proc = gateway.proc
-        gateway.shutdown()
-        proc.stdin.close()
-        proc.wait(timeout=600)
+        try:
+            _audit(spark, day, Path(tmp) / "reports")
+        finally:
+            spark.stop()
+            # the JVM writes the archive as it exits: end it (EOF on its stdin) and wait
+            gateway = SparkContext._gateway
+            proc = gateway.proc
+            gateway.shutdown()
+            proc.stdin.close()
+            proc.wait(timeout=600)
+            if sys.exc_info()[0] is not None:  # the audit failed: no archive from it
+                partial.unlink(missing_ok=True)
     if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
         raise SystemExit(f"the JVM wrote no class archive (exit status {proc.returncode})")
@@ -59,6 +63,7 @@ def build(target: Path) -> None:
 
 def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.pop("SPARK_REMOTE", None)  # the archive is of a JVM started here
     from delivery_audit.class_archive import archive_path
 
     target = archive_path()

@@ -8,12 +8,12 @@ session's start 5.3–5.5 → 2.7–3.4 s, its first job 2.7–3.0 → 1.5–1.9
 
 The archive belongs to one JVM and one class path (the virtual environment's PySpark jars):
 it lives in the environment (``<sys.prefix>/share/delivery-audit/``), named by a key of
-both, and is built once by ``scripts/class_archive.py`` (``make setup``) from a small
-audit. A driver JVM that Python starts uses it when it is there (get_spark); without it,
-or when ``DELIVERY_AUDIT_CLASS_ARCHIVE=0``, nothing changes. A JVM given an archive of
-another class path ignores it (its CDS log lines are off); a truncated one would stop the
-JVM, so the archive is only ever renamed into place whole, after the JVM that wrote it
-exited.
+both, and is built once by ``scripts/class_archive.py`` (``make class-archive``, not part
+of ``make setup``) from a small audit. A driver JVM that Python starts uses it when it is
+there (get_spark); without it, or when ``DELIVERY_AUDIT_CLASS_ARCHIVE=0``, nothing
+changes. A JVM given an archive of another class path ignores it (its CDS log lines are
+off); a truncated one would stop the JVM, so the archive is only ever renamed into place
+whole, after the JVM that wrote it exited.
 """
 
 from __future__ import annotations
@@ -40,11 +40,14 @@ def _java() -> str:
 
 
 def archive_path() -> Path:
-    """Where this environment's archive is (or would be): keyed by the java binary and
-    the jars (names and sizes) of the class path it was built on."""
-    jars = _jars()
-    listing = sorted((p.name, p.stat().st_size) for p in jars.glob("*.jar"))
-    key = hashlib.sha256(repr((_java(), str(jars), listing)).encode()).hexdigest()[:16]
+    """Where this environment's archive is (or would be): keyed by the java binary (its
+    path and modification time: a JDK updated in place is another key) and the jars of
+    the class path it was built on (names, sizes, modification times: a reinstall too)."""
+    jars, java = _jars(), _java()
+    listing = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                     for p in jars.glob("*.jar"))
+    stamp = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
+    key = hashlib.sha256(repr((java, stamp, str(jars), listing)).encode()).hexdigest()[:16]
     return Path(sys.prefix) / "share" / "delivery-audit" / f"spark-classes-{key}.jsa"
 
 

@@ -2,10 +2,10 @@
 that are not plainly valid.
 
 Most rows of a day are plainly valid (parsing.fast_accepted; for native Parquet columns,
-native.plain). The staged write takes only those, typed in a few projections, and counts
-the others as it goes (an ``Observation``, :class:`Deferred`). Only when that count is
-not zero are the others read again and typed by the strict rules (parsing.typed_rows), in
-one more, appending write (staging.stage_sources). A clean day never plans the strict
+native.plain). The staged write takes only those, typed in a few projections
+(:class:`Deferred`). Only when it left any others are they read again and typed by the
+strict rules (parsing.typed_rows), in one more, appending write (staging.stage_sources).
+A clean day never plans the strict
 rules: their projections (a dozen per field, over the code generator's method size, each
 materialising every row) were most of staging's time (docs/plan-redesign.md).
 
@@ -13,12 +13,13 @@ Where the others come from then:
 
 * native Parquet (native.py): a second scan of the group's files, filtered to the rows
   that are not plain. Their positions (file, row index) are the scan's own, the same in
-  any scan; the count is the footers' rows less the plain rows written.
+  any scan. Rows left: the footers' rows less the plain rows the write counted (an
+  ``Observation``).
 * JSON Lines (:func:`jsonl_rows`): the staged write keeps each such line as it was read,
   with its position, in a status folder of its own (:data:`DEFERRED`); the strict rules
   read that folder, not the files again (a day of mostly hostile lines parses each line
-  once with the fast reader and then only the hostile ones again). The folder is removed
-  once their typed rows are written.
+  once with the fast reader and then only the hostile ones again). Rows left: the folder
+  exists. It is removed once their typed rows are written.
 * CSV and Parquet of other column types: no deferral; their token frame goes through the
   strict rules' chain whole (parsing.typed_rows).
 """
@@ -68,7 +69,8 @@ class Deferred:
 
 def counted(df: DataFrame, rows: Column) -> tuple[DataFrame, Callable[[], int]]:
     """``df`` observed: ``rows`` (a condition) counted as they pass; the count, once an
-    action ran."""
+    action ran: 0 when the observation did not come back (a Spark Connect server may not
+    send it), so a caller counting the rows it wrote errs towards the strict rules."""
     seen = Observation()
     return (df.observe(seen, F.count_if(rows).alias("n")),
             lambda: int(seen.get.get("n", 0)))
@@ -88,11 +90,11 @@ def jsonl_rows(spark: SparkSession, files: list[str], source: str, later: Path
     adapted = adapter_output(files)
     tokens = jsonl_tokens(text_lines(spark, files), source, adapted, keep_line=True)
     fast = F.col("_fast")
-    rows, left = counted(fast_accepted(tokens, source).select(
+    rows = fast_accepted(tokens, source).select(
         "_file", "_block", "_pos", F.lit(False).alias("_blank"),
         F.when(~fast, F.col("value")).alias("_raw"),
         *[F.when(fast, F.col(f"{f.name}__f")).alias(f.name) for f in FIELDS[source]],
-        F.lit(None).cast("string").alias("_reason"), (~fast).alias("_later")), F.col("_later"))
+        F.lit(None).cast("string").alias("_reason"), (~fast).alias("_later"))
 
     def strict() -> DataFrame:
         kept = spark.read.schema(LINE_SCHEMA).parquet(str(later)).select(
@@ -100,4 +102,6 @@ def jsonl_rows(spark: SparkSession, files: list[str], source: str, later: Path
         return typed_rows(jsonl_tokens(with_text(kept), source, adapted), source,
                           exact_for("jsonl", source))
 
-    return rows, Deferred(source, left, strict)
+    # the folder itself says whether any line was kept (Spark writes none for a status
+    # without rows): no count to trust, which a Spark Connect client may not get back
+    return rows, Deferred(source, lambda: int(later.is_dir()), strict)

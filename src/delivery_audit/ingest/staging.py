@@ -81,8 +81,9 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
                 ) -> tuple[DataFrame, dict[str, int], list[Deferred]]:
     """The plan of a source's one scan: read, typed and flagged (an adapter's canonical
     output goes to ``work/adapted/<source>`` first, on the driver); the adapter's extra
-    counts; and each group of files' rows that are not plain, written only when there
-    are any (deferred.Deferred)."""
+    counts; and the groups whose rows that are not plain are typed only when there are
+    any (deferred.Deferred: JSON Lines and native Parquet; CSV and other Parquet go
+    through the strict rules' chain whole)."""
     source, fmt = resolved.source, resolved.fmt
     files, extra_counts = list(resolved.files), {}
     if fmt in ADAPTER_FORMATS:
@@ -193,8 +194,14 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
                           for s, ds in late.items()])
         try:
             rows.write.partitionBy("_source", "_status").mode("append").parquet(str(root))
-        except Exception as exc:
-            raise _cannot_read(resolved[next(iter(late))], exc) from exc
+        except Exception:  # as the first write: find the source whose rows fail alone
+            for s, ds in late.items():
+                try:
+                    (flagged(union_all([d.strict_rows() for d in ds]), s, window, config)
+                     .write.mode("overwrite").parquet(str(work / "probe-late" / s)))
+                except Exception as one:  # noqa: BLE001 - this source's files are the cause
+                    raise _cannot_read(resolved[s], one) from one
+            raise
     for s in planned:  # the lines kept for the strict rules are typed now: not a status
         shutil.rmtree(_deferred_dir(work, s), ignore_errors=True)
     return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
