@@ -94,7 +94,11 @@ class Detection:
         latencies, and ``tables``) and ``path/_table=evidence`` (evidence_table.publish
         makes the published table of it); returns the facts and the metrics observed on
         the way."""
-        self.plan(tables).write.mode("overwrite").partitionBy("_table").parquet(str(path))
+        rows = self.plan(tables)
+        if rows.sparkSession.conf.get("spark.sql.shuffle.partitions") == "1":
+            rows = rows.coalesce(1)  # a small day (tune_for_staged): one write task, not one
+            # per branch of the union (16 on a 20k day)
+        rows.write.mode("overwrite").partitionBy("_table").parquet(str(path))
         return outputs.read_written(str(path), self.observations)
 
     def write_anomalies(self, path: str | Path, tables: dict[str, DataFrame] | None = None,
