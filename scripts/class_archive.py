@@ -44,21 +44,26 @@ def build(target: Path) -> None:
                    f"{class_archive.dump_options(partial)}")
         spark = get_spark(conf={"spark.driver.extraJavaOptions": options})
         try:
-            _audit(spark, day, Path(tmp) / "reports")
-        finally:
-            spark.stop()
-            # the JVM writes the archive as it exits: end it (EOF on its stdin) and wait
-            gateway = SparkContext._gateway
-            proc = gateway.proc
-            gateway.shutdown()
-            proc.stdin.close()
-            proc.wait(timeout=600)
-            if sys.exc_info()[0] is not None:  # the audit failed: no archive from it
-                partial.unlink(missing_ok=True)
+            try:
+                _audit(spark, day, Path(tmp) / "reports")
+            finally:
+                spark.stop()
+                # the JVM writes the archive as it exits: end it (EOF on stdin) and wait
+                gateway = SparkContext._gateway
+                proc = gateway.proc
+                gateway.shutdown()
+                proc.stdin.close()
+                proc.wait(timeout=600)
+        except BaseException:  # the audit failed or the JVM did not end: no archive
+            partial.unlink(missing_ok=True)
+            raise
     if proc.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
         partial.unlink(missing_ok=True)
         raise SystemExit(f"the JVM wrote no class archive (exit status {proc.returncode})")
     os.replace(partial, target)  # whole, or not at all: a truncated archive stops a JVM
+    for old in target.parent.glob("spark-classes-*.jsa"):  # of other jars or javas
+        if old != target:  # (another set-up's): 170 MiB each, never mapped again
+            old.unlink(missing_ok=True)
 
 
 def main() -> None:

@@ -584,7 +584,7 @@ def test_deferred_json_lines_are_the_one_chain_output(spark, tmp_path, monkeypat
     def one_chain(spark_, group, source_, later):
         rows = typed_rows(read_tokens(spark_, "jsonl", group, source_), source_,
                           exact_for("jsonl", source_))
-        return rows.withColumn("_later", F.lit(False)), Deferred(source_, lambda: 0, list)
+        return rows.withColumn("_later", F.lit(False)), Deferred(lambda: False, list)
 
     monkeypatch.setattr(staging, "jsonl_rows", one_chain)
     chained = _ingested(spark, source, files)

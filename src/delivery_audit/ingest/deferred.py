@@ -13,8 +13,8 @@ Where the others come from then:
 
 * native Parquet (native.py): a second scan of the group's files, filtered to the rows
   that are not plain. Their positions (file, row index) are the scan's own, the same in
-  any scan. Rows left: the footers' rows less the plain rows the write counted (an
-  ``Observation``).
+  any scan; one strict chain for all of a source's groups with rows left (the footers'
+  rows more than the plain rows the write counted: an ``Observation``).
 * JSON Lines (:func:`jsonl_rows`): the staged write keeps each such line as it was read,
   with its position, in a status folder of its own (:data:`DEFERRED`); the strict rules
   read that folder, not the files again (a day of mostly hostile lines parses each line
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -47,33 +47,21 @@ LINE_SCHEMA = T.StructType([T.StructField("_file", T.StringType()),
                             T.StructField("_raw", T.StringType())])
 
 
-@dataclass
+@dataclass(frozen=True)
 class Deferred:
-    """A group of files whose staged write took its plain rows only. ``left``: how many
-    rows that write left (known once it ran: an observation); :meth:`strict_rows` types
-    them."""
+    """Rows a staged write left for later: whether it left any (known once it ran) and
+    those rows, as parsing.typed_rows gives them."""
 
-    source: str
-    left: Callable[[], int]
-    strict: Callable[[], DataFrame]
-
-    @property
-    def complete(self) -> bool:
-        """Every row of the group was plain (and is written)."""
-        return self.left() == 0
-
-    def strict_rows(self) -> DataFrame:
-        """The group's rows that are not plain, as parsing.typed_rows gives them."""
-        return self.strict()
+    pending: Callable[[], bool]
+    rows: Callable[[], DataFrame]
 
 
-def counted(df: DataFrame, rows: Column) -> tuple[DataFrame, Callable[[], int]]:
-    """``df`` observed: ``rows`` (a condition) counted as they pass; the count, once an
-    action ran: 0 when the observation did not come back (a Spark Connect server may not
-    send it), so a caller counting the rows it wrote errs towards the strict rules."""
+def counted(df: DataFrame) -> tuple[DataFrame, Callable[[], int]]:
+    """``df`` observed: its rows counted as they pass; the count, once an action ran: 0
+    when the observation did not come back (a Spark Connect server may not send it), so a
+    caller comparing the rows it wrote with those it read errs towards the strict rules."""
     seen = Observation()
-    return (df.observe(seen, F.count_if(rows).alias("n")),
-            lambda: int(seen.get.get("n", 0)))
+    return df.observe(seen, F.count(F.lit(1)).alias("n")), lambda: int(seen.get.get("n", 0))
 
 
 DEFERRED = "_deferred"  # the staged status folder of JSON lines typed later
@@ -104,4 +92,4 @@ def jsonl_rows(spark: SparkSession, files: list[str], source: str, later: Path
 
     # the folder itself says whether any line was kept (Spark writes none for a status
     # without rows): no count to trust, which a Spark Connect client may not get back
-    return rows, Deferred(source, lambda: int(later.is_dir()), strict)
+    return rows, Deferred(later.is_dir, strict)

@@ -120,29 +120,34 @@ def plain_rows(df: DataFrame, source: str) -> DataFrame:
         F.lit(None).cast("string").alias("_reason"))
 
 
-def _strict_rows(df: DataFrame, source: str) -> DataFrame:
-    """The rows of an all-native group that are not plain, as parsing.typed_rows gives
-    them."""
-    rest = df.filter((~plain(source, column_types(df))).sql)
-    return typed_rows(tokens_of([rest], source), source, exact_for("parquet", source))
+def _not_plain(df: DataFrame, source: str) -> DataFrame:
+    """The rows of an all-native group that are not plain."""
+    return df.filter((~plain(source, column_types(df))).sql)
 
 
 def parquet_rows(spark: SparkSession, files: list[str], source: str
-                 ) -> tuple[DataFrame, list[Deferred]]:
+                 ) -> tuple[DataFrame, Deferred | None]:
     """Parquet files as parsing.typed_rows gives them, but for each group of files with
     one schema whose columns are all native: its plain rows straight from the scan
-    (:func:`plain_rows`), its other rows deferred (deferred.Deferred). The other groups
-    go through the token frame and the strict rules' chain whole."""
-    deferred, parts, others = [], [], []
+    (:func:`plain_rows`); the other rows of those groups deferred (deferred.Deferred: the
+    groups whose plain rows were fewer than their footers' rows, scanned again, through
+    one strict chain). The other groups go through the token frame and the strict rules'
+    chain whole."""
+    native, parts, others = [], [], []
     for df, rows in read_groups(spark, files):
         if not is_native(source, column_types(df)):
             others.append(df)
             continue
-        written, n = counted(plain_rows(df, source), F.lit(True))
+        written, n = counted(plain_rows(df, source))
         parts.append(written)
-        deferred.append(Deferred(source, lambda n=n, rows=rows: rows - n(),
-                                 lambda df=df: _strict_rows(df, source)))
+        native.append((df, rows, n))
     if others:
         parts.append(typed_rows(tokens_of(others, source), source,
                                 exact_for("parquet", source)))
+
+    def left() -> list[DataFrame]:
+        return [_not_plain(df, source) for df, rows, n in native if rows > n()]
+
+    deferred = Deferred(lambda: bool(left()), lambda: typed_rows(
+        tokens_of(left(), source), source, exact_for("parquet", source))) if native else None
     return union_all(parts), deferred

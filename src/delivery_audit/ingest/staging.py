@@ -101,7 +101,7 @@ def staged_rows(spark: SparkSession, resolved: ResolvedInput, window: AuditWindo
         if g == "parquet":
             rows, later = native.parquet_rows(spark, group, source)
             parts.append(rows.withColumn("_later", F.lit(False)))
-            deferred += later
+            deferred += [later] if later else []
         elif g == "jsonl":
             rows, later = jsonl_rows(spark, group, source, _deferred_dir(work, source))
             parts.append(rows)
@@ -172,38 +172,31 @@ def stage_sources(spark: SparkSession, resolved: dict[str, ResolvedInput],
               for c in columns],
             F.lit(s).alias("_source"), "_status")
 
-    def one_frame(sources: list[str]) -> DataFrame:
-        return union_all([aligned(s, planned[s][0]) for s in sources])
-
-    try:
-        (one_frame(sorted(planned)).write.partitionBy("_source", "_status")
-         .mode("overwrite").parquet(str(root)))
-    except Exception:  # a file Spark cannot decode at all: find its source
-        for s in sorted(planned):
-            try:
-                one_frame([s]).write.mode("overwrite").parquet(str(work / "probe" / s))
-            except Exception as one:  # noqa: BLE001 - this source's files are the cause
-                raise _cannot_read(resolved[s], one) from one
-        raise  # no source fails alone: not an input's fault, Spark's own error stands
-    # the groups with rows that are not plain: those rows, in one more job
-    late = {s: [d for d in planned[s][2] if not d.complete] for s in sorted(planned)}
-    late = {s: ds for s, ds in late.items() if ds}
-    if late:
-        rows = union_all([aligned(s, flagged(union_all([d.strict_rows() for d in ds]), s,
-                                             window, config, _LATE_RIDS))
-                          for s, ds in late.items()])
+    def write(frames: dict[str, DataFrame], mode: str, probe: Path) -> None:
+        """One write of every source's rows; when Spark fails (a file it cannot decode
+        at all), each source's rows alone find which: only on failure."""
         try:
-            rows.write.partitionBy("_source", "_status").mode("append").parquet(str(root))
-        except Exception:  # as the first write: find the source whose rows fail alone
-            for s, ds in late.items():
+            (union_all(list(frames.values())).write.partitionBy("_source", "_status")
+             .mode(mode).parquet(str(root)))
+        except Exception:
+            for s, df in frames.items():
                 try:
-                    (flagged(union_all([d.strict_rows() for d in ds]), s, window, config)
-                     .write.mode("overwrite").parquet(str(work / "probe-late" / s)))
+                    df.write.mode("overwrite").parquet(str(probe / s))
                 except Exception as one:  # noqa: BLE001 - this source's files are the cause
                     raise _cannot_read(resolved[s], one) from one
-            raise
+            raise  # no source fails alone: not an input's fault, Spark's own error stands
+
+    write({s: aligned(s, planned[s][0]) for s in sorted(planned)}, "overwrite", work / "probe")
+    # the rows the first write left (deferred.Deferred), typed by the strict rules now: one
+    # more job, appending (row ids above the first write's)
+    late = {s: [d for d in planned[s][2] if d.pending()] for s in sorted(planned)}
+    if any(late.values()):
+        write({s: aligned(s, flagged(union_all([d.rows() for d in ds]), s, window, config,
+                                     _LATE_RIDS))
+               for s, ds in late.items() if ds}, "append", work / "probe-late")
     for s in planned:  # the lines kept for the strict rules are typed now: not a status
-        shutil.rmtree(_deferred_dir(work, s), ignore_errors=True)
+        if _deferred_dir(work, s).is_dir():
+            shutil.rmtree(_deferred_dir(work, s))
     return {s: Staged(r, root / f"_source={s}", planned[s][1]) for s, r in resolved.items()}
 
 

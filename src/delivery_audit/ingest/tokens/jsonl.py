@@ -52,13 +52,13 @@ def adapter_output(files: list[str]) -> bool:
     return bool(files) and all(written_by_adapter(f) for f in files)
 
 
-def jsonl_tokens(lines: DataFrame, source: str, adapter_output: bool,
+def jsonl_tokens(lines: DataFrame, source: str, from_adapter: bool,
                  keep_line: bool = False) -> DataFrame:
     """Lines (tokens.text.text_lines' columns) parsed as :func:`read_jsonl` describes;
     ``keep_line``: the line as read (``value``) kept too."""
     fields = FIELDS[source]
     ddl = [f"{quoted(f.name)} {_json_type(f)}" for f in fields]
-    if adapter_output:
+    if from_adapter:
         ddl += [f"{quoted(n)} STRING" for n in _ADAPTER_FIELDS]
     ddl.append("`_corrupt` STRING")
     options = ("map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt', "
@@ -82,7 +82,7 @@ def jsonl_tokens(lines: DataFrame, source: str, adapter_output: bool,
     flat = S.col("_text").rlike(r"^[^}]*+\}$")
     origin_line = j("__line").try_cast("bigint")
     adapted = j("__file").isNotNull() & origin_line.isNotNull()
-    adapter_error = j("__error") if adapter_output else S.lit(None).cast("string")
+    adapter_error = j("__error") if from_adapter else S.lit(None).cast("string")
     lerr = S.col("_lerr")
     err = (S.when(lerr.isNotNull(), lerr)
            .when(failed | ~flat, S.lit("rejected by the fast reader")).otherwise(adapter_error))
@@ -96,7 +96,7 @@ def jsonl_tokens(lines: DataFrame, source: str, adapter_output: bool,
         else:
             cols += token_columns(f, known_kind(v, "jtext"), {"__s": v})
     position: list[str | X] = ["_file", "_block", "_pos"]
-    if adapter_output:
+    if from_adapter:
         position = [
             S.when(adapted, j("__file")).otherwise(S.col("_file")).alias("_file"),
             S.when(adapted, S.lit(-1).cast("bigint")).otherwise(S.col("_block")).alias("_block"),
@@ -106,7 +106,7 @@ def jsonl_tokens(lines: DataFrame, source: str, adapter_output: bool,
         parsed, *position, *line,
         S.when(failed & lerr.isNull(), S.col("_text").rlike(r"^[ \t]*$"))
         .otherwise(S.lit(False)).alias("_blank"),
-        (S.coalesce(j("__raw"), shown) if adapter_output else shown).alias("_raw"),
+        (S.coalesce(j("__raw"), shown) if from_adapter else shown).alias("_raw"),
         "_text", "_lerr", adapter_error.alias("_aerr"), err.alias("_err"), *cols)
 
 
