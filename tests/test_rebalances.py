@@ -198,7 +198,7 @@ def test_round_one_shares_one_collect_with_the_insights(spark, inputs, report):
 
 def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
     """A leave's evidence is the leaver's attempts in its lookback, whether the ledger is
-    narrowed exactly (few leaves) or by a superset that the join then decides."""
+    narrowed by a filter (few leaves) or joined with the leaves by time bucket (many)."""
     from datetime import UTC, datetime, timedelta
 
     from delivery_audit.rebalance import diagnosis
@@ -213,11 +213,14 @@ def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
     settings = {"g": {"max.poll.interval.ms": 60_000, "session.timeout.ms": 60_000,
                       "max.poll.records": 10}}
     got = {}
+    leaves = [("g", "m1", leave_ms), ("g", "m2", leave_ms + 200_000),
+              ("g", "m1", leave_ms + 290_000)]
     for exact in (256, 0):
         monkeypatch.setattr(diagnosis, "_EXACT_LEAVES", exact)
-        got[exact] = [r.asDict() for r in diagnosis.leave_evidence(
-            ledger, [("g", "m1", leave_ms)], settings).collect()]
-    # lookback 2 × 60 s + 60 s = 180 s: m1's starts at 120, 180, 240, 300 s
+        got[exact] = sorted((r.asDict() for r in diagnosis.leave_evidence(
+            ledger, leaves, settings).collect()), key=lambda r: (r["l_t"], r["l_member"]))
+    # lookback 2 × 60 s + 60 s = 180 s: m1's starts at 120, 180, 240, 300 s; m2's at 360,
+    # 420, 480 s; m1's at 420, 480, 540 s (the buckets are 180 s wide: 410 … 590 spans two)
     assert [(r["l_member"], r["attempts"], r["max_gap"]) for r in got[256]] == [
-        ("m1", 4, 60_000)]
+        ("m1", 4, 60_000), ("m2", 3, 60_000), ("m1", 3, 60_000)]
     assert got[0] == got[256]

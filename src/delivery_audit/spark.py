@@ -248,7 +248,8 @@ def session_kind(spark: SparkSession) -> dict[str, str]:
 def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
     """Before ingestion: generated code (whole-stage and per expression) from 64 MiB of
     input files, interpreted below; no adaptive execution and one shuffle partition per
-    core (ingestion's only shuffles are small aggregations), one below 64 MiB.
+    core, one below 64 MiB (ingestion sizes its tallies' shuffle by the staged bytes once
+    they are written: ``tune_for_staged``).
     DELIVERY_AUDIT_CODEGEN (true/false) pins the first."""
     large = input_bytes >= CODEGEN_FROM_BYTES
     codegen = _env_flag("DELIVERY_AUDIT_CODEGEN", large)
@@ -260,9 +261,9 @@ def tune_for_input(spark: SparkSession, input_bytes: int) -> None:
 
 
 def tune_for_staged(spark: SparkSession, staged_bytes: int) -> int:
-    """Before detection: ``spark.sql.shuffle.partitions`` at least the cluster's
-    parallelism, one per ~64 MiB of staged Parquet beyond that, one below 16 MiB (a small
-    day); no adaptive execution.
+    """Before ingestion's tallies and detection: ``spark.sql.shuffle.partitions`` at least
+    the cluster's parallelism, one per ~64 MiB of staged Parquet beyond that, one below
+    16 MiB (a small day); no adaptive execution.
     DELIVERY_AUDIT_SHUFFLE_PARTITIONS and DELIVERY_AUDIT_ADAPTIVE (true/false) pin them.
     Returns the partition count."""
     pinned = os.environ.get("DELIVERY_AUDIT_SHUFFLE_PARTITIONS")

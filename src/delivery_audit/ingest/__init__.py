@@ -36,7 +36,7 @@ from ..core.window import AuditWindow
 from ..detection.facts import fact_tallies
 from ..quality import metric_aggregates, metric_names, metric_tally
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
-from ..spark import local_frame
+from ..spark import local_frame, tune_for_staged
 from ..tally import Tally, collect_tallies, one
 from .dedup import compared_values, later_copies
 from .files import InputError, ResolvedInput, resolve
@@ -214,6 +214,10 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
             Tally(f"{s}:repeated", df, F.col("_fp").isNotNull(),
                   int_keys={"_fp": F.col("_fp")}, sums={"n": one()}, at_least=("n", 2)),
             metric_tally(s, df, window, config, is_valid)]
+    sizes = {s: staged_size(st.root) for s, st in staged.items()}
+    # the tallies' shuffle partitions follow the staged size, as detection's do: rule 5's
+    # fingerprint tally is one group per row (at 10M messages, 2 reduce tasks spilled 6.6 GiB)
+    tune_for_staged(spark, sum(b for _, b in sizes.values()))
     got = collect_tallies(tallies)
 
     repeated = {s: [r["_fp"] for r in got[f"{s}:repeated"]] for s in frames}
@@ -235,7 +239,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         by_status = dict.fromkeys(STATUSES, 0)
         for r in splits_rows:
             by_status[r["_status"]] += int(r["n"])
-        scanned, staged_bytes = staged_size(st.root)
+        scanned, staged_bytes = sizes[s]
         if scanned != sum(by_status.values()):
             raise RuntimeError(f"{s}: accounting broken: {scanned} rows staged, "
                                f"{sum(by_status.values())} counted by status")
