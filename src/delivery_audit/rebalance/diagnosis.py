@@ -56,8 +56,9 @@ def leave_evidence(ledger: DataFrame, leaves: list[tuple[str, str, int]],
     )
 
 
-
 def _in_lookback() -> Column:
+    """A ledger row (group_id, member_id, s) against a leave (l_group, l_member, l_from,
+    l_t): the leaver's attempt started in the leave's lookback."""
     return (F.col("group_id") == F.col("l_group")) & (F.col("member_id") == F.col("l_member")) \
         & (F.col("s") <= F.col("l_t")) & (F.col("s") >= F.col("l_from"))
 
