@@ -53,3 +53,35 @@ def test_two_tallies_of_one_name_are_refused(spark):
         assert "share a name" in str(exc)
     else:
         raise AssertionError("two tallies named t were accepted")
+
+
+def test_a_narrow_tally_equals_the_shared_aggregation_in_the_same_job(spark):
+    """A ``narrow`` table (aggregated on its own, in rows of its own columns) gives the rows
+    the shared aggregation gives, HAVING, null keys and a keyless table included, and costs
+    no Spark job of its own."""
+    df = _frame(spark)
+
+    def tallies(narrow: bool) -> list[Tally]:
+        return [
+            Tally("ranges", df, keys={"topic": F.col("topic")},
+                  int_keys={"partition": F.col("partition")}, sums={"n": one()},
+                  mins={"lo": F.col("offset")}, maxs={"hi": F.col("offset")}),
+            Tally("repeated", df, F.col("offset").isNotNull(), keys={"tag": F.col("tag")},
+                  int_keys={"len": F.length("topic")}, sums={"n": one()},
+                  mins={"lo": F.col("offset")}, at_least=("n", 2), narrow=narrow),
+            Tally("tags", df, keys={"tag": F.col("tag")}, sums={"n": one()}, narrow=narrow),
+            Tally("rows", df, F.col("tag").isNull(), sums={"n": one()},
+                  maxs={"hi": F.col("offset")}, narrow=narrow),
+            Tally("none", df, F.lit(False), sums={"n": one()}, narrow=narrow),
+        ]
+
+    want = collect_tallies(tallies(False))
+    got, jobs = spark_jobs(spark, lambda: collect_tallies(tallies(True)))
+    assert jobs == 1
+    assert got["repeated"] == [{"tag": "x", "len": 1, "n": 2, "lo": 7}]
+    assert sorted(got["tags"], key=str) == [{"tag": "x", "n": 2}, {"tag": "y", "n": 2},
+                                            {"tag": None, "n": 1}]
+    assert got["rows"] == [{"n": 1, "hi": 12}]
+    assert got["none"] == [{"n": 0}]
+    assert {k: sorted(v, key=str) for k, v in got.items()} == {
+        k: sorted(v, key=str) for k, v in want.items()}

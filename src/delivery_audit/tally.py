@@ -44,7 +44,10 @@ class Tally:
     ``int_keys`` (integers); per group the sum of each of ``sums`` (a count: :func:`one` or
     :func:`count_where`), the minimum of each of ``mins`` and the maximum of each of
     ``maxs`` (integers: epoch ms for times). ``at_least``: keep only groups whose sum of
-    that name is at least n (SQL's HAVING)."""
+    that name is at least n (SQL's HAVING). ``narrow``: a table of about one group per row
+    (rule 5's fingerprints) is aggregated on its own, in rows of only its columns, still in
+    the same Spark job (its rows in the shared aggregation would each carry every table's
+    slots)."""
 
     name: str
     frame: DataFrame
@@ -55,6 +58,7 @@ class Tally:
     mins: dict[str, Column] = field(default_factory=dict)
     maxs: dict[str, Column] = field(default_factory=dict)
     at_least: tuple[str, int] | None = None
+    narrow: bool = False
 
     def row(self, slots: _Slots, shared: dict[str, Column]) -> Column:
         """This table's narrow row of one input row (null when ``where`` does not hold).
@@ -82,6 +86,28 @@ class Tally:
             *fill("m", slots.mins, self.mins.values(), "bigint"),
             *fill("x", slots.maxs, self.maxs.values(), "bigint"))
         return row if self.where is None else F.when(self.where, row)
+
+    def groups(self, slots: _Slots) -> DataFrame:
+        """A ``narrow`` table's groups, aggregated on their own, in the slots' columns."""
+        df = self.frame if self.where is None else self.frame.filter(self.where)
+        own = {"k": [c.cast("string") for c in self.keys.values()],
+               "i": [c.cast("bigint") for c in self.int_keys.values()]}
+        grouped = df.groupBy(*[c.alias(f"{p}{i}") for p, cs in own.items()
+                               for i, c in enumerate(cs)]).agg(
+            *[F.sum(c).cast("bigint").alias(f"s{i}") for i, c in enumerate(self.sums.values())],
+            *[F.min(c).cast("bigint").alias(f"m{i}") for i, c in enumerate(self.mins.values())],
+            *[F.max(c).cast("bigint").alias(f"x{i}") for i, c in enumerate(self.maxs.values())])
+        if self.at_least:
+            name, n = self.at_least
+            grouped = grouped.filter(F.col(f"s{list(self.sums).index(name)}") >= F.lit(n))
+        counts = {"k": len(self.keys), "i": len(self.int_keys), "s": len(self.sums),
+                  "m": len(self.mins), "x": len(self.maxs)}
+        return grouped.select(F.lit(self.name).alias("_t"), *[
+            F.col(f"{p}{i}") if i < counts[p]
+            else F.lit(None).cast("string" if p == "k" else "bigint").alias(f"{p}{i}")
+            for p, n in zip("kismx", (slots.keys, slots.int_keys, slots.sums, slots.mins,
+                                      slots.maxs), strict=True)
+            for i in range(n)])
 
     def as_dict(self, r: Any, slots: _Slots) -> dict[str, Any]:
         out: dict[str, Any] = {n: r[f"k{i}"] for i, n in enumerate(self.keys)}
@@ -122,21 +148,25 @@ def tally_rows(tallies: list[Tally]) -> tuple[DataFrame, _Slots]:
     """Every table's groups as one aggregated frame (nothing runs): a column ``_t`` naming
     the table, its keys and values in slots (:meth:`Tally.as_dict` reads a row back)."""
     slots = _Slots.of(tallies)
+    shared_tallies = [t for t in tallies if not t.narrow]
+    tables = [t.groups(slots) for t in tallies if t.narrow]
     by_frame: dict[int, tuple[DataFrame, list[Tally]]] = {}
-    for t in tallies:
+    for t in shared_tallies:
         by_frame.setdefault(id(t.frame), (t.frame, []))[1].append(t)
     shared: dict[str, Column] = {}
     parts = [frame.select(F.inline(F.array_compact(F.array(*[t.row(slots, shared)
                                                                for t in ts]))))
              for frame, ts in by_frame.values()]
-    grouped = reduce(DataFrame.unionByName, parts).groupBy(*slots.groups()).agg(
-        *slots.aggregates())
-    having = [(F.col("_t") != F.lit(t.name))
-              | (F.col(f"s{list(t.sums).index(t.at_least[0])}") >= F.lit(t.at_least[1]))
-              for t in tallies if t.at_least]
-    if having:
-        grouped = grouped.filter(reduce(lambda a, b: a & b, having))
-    return grouped, slots
+    if parts:
+        grouped = reduce(DataFrame.unionByName, parts).groupBy(*slots.groups()).agg(
+            *slots.aggregates())
+        having = [(F.col("_t") != F.lit(t.name))
+                  | (F.col(f"s{list(t.sums).index(t.at_least[0])}") >= F.lit(t.at_least[1]))
+                  for t in shared_tallies if t.at_least]
+        if having:
+            grouped = grouped.filter(reduce(lambda a, b: a & b, having))
+        tables.insert(0, grouped)
+    return reduce(DataFrame.unionByName, tables), slots
 
 
 def collect_tallies(tallies: list[Tally]) -> dict[str, list[dict[str, Any]]]:

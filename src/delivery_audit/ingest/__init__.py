@@ -212,7 +212,8 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                   int_keys={"_block": F.col("_block")}, sums={"n": one()},
                   mins={"first_pos": F.col("_pos")}),
             Tally(f"{s}:repeated", df, F.col("_fp").isNotNull(),
-                  int_keys={"_fp": F.col("_fp")}, sums={"n": one()}, at_least=("n", 2)),
+                  int_keys={"_fp": F.col("_fp")}, sums={"n": one()}, at_least=("n", 2),
+                  narrow=True),
             metric_tally(s, df, window, config, is_valid)]
     sizes = {s: staged_size(st.root) for s, st in staged.items()}
     # the tallies' shuffle partitions follow the staged size, as detection's do: rule 5's
