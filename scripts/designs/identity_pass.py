@@ -31,10 +31,7 @@ counts against truth.json (the audit's counts equal it on the bench days) and pr
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +44,9 @@ SCRIPTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(SCRIPTS))
 
 import skeleton  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 
 RULES = ("lost_acked", "lost_unacked", "written_despite_failure", "dup_write")
 SEND, ACKED, INSIDE = 1, 2, 4
@@ -200,42 +200,9 @@ def design_skeleton(spark: SparkSession, data: Path, fmt: str) -> dict[str, int]
 DESIGNS = {"skeleton": design_skeleton, "sql": design_sql, "arrow": design_arrow}
 
 
-def inner(data: Path, design: str) -> None:
-    import bench
-
-    spark = bench._session()
-    fmt = os.environ.get("BENCH_FORMAT", "parquet")
-    t0 = time.perf_counter()
-    counts = DESIGNS[design](spark, data, fmt)
-    seconds = time.perf_counter() - t0
-    print("RESULT " + json.dumps({"design": design, "seconds": seconds, "counts": counts,
-                                  **bench.spark_metrics(spark)}))
-
-
 def main() -> None:
-    data = Path(sys.argv[1])
-    if len(sys.argv) > 2:
-        inner(data, sys.argv[2])
-        return
-    import bench
-
-    truth = json.loads((data / "truth.json").read_text())["anomalies"]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    print(f"{'design':10s} {'job s':>7s} {'process s':>9s} {'jobs':>5s} {'tasks':>6s} "
-          f"{'exch':>5s} {'shuffle w':>10s} {'spilled':>10s} {'PSS':>10s} counts")
-    for design in os.environ.get("DESIGNS", "skeleton,sql,arrow").split(","):
-        wall, pss, out = bench.run_measured([sys.executable, __file__, str(data), design], env)
-        r = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT "))[7:])
-        c = r["counts"]
-        ok = all(c[k] == truth[k] for k in RULES) and c["collisions"] == 0
-        print(f"{design:10s} {r['seconds']:7.1f} {wall:9.1f} {r['jobs']:5d} {r['tasks']:6d} "
-              f"{r['exchanges']:5d} {bench._gb(r['shuffleWriteBytes']):>10s} "
-              f"{bench._gb(r['memoryBytesSpilled'] + r['diskBytesSpilled']):>10s} "
-              f"{bench._gb(pss):>10s} {'= truth' if ok else 'DIFF'} "
-              + ", ".join(f"{k} {c[k]}" for k in (*RULES, "collisions", "identities")),
-              flush=True)
-        assert ok, (design, c, {k: truth[k] for k in RULES})
-    print(f"load average (1/5/15 min): {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    harness.main(__file__, DESIGNS, "skeleton,sql,arrow", RULES, ("collisions", "identities"),
+                 exact=lambda c: c["collisions"] == 0)
 
 
 if __name__ == "__main__":
