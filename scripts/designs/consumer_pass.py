@@ -179,31 +179,11 @@ def _per_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     retries: list[np.ndarray] = []
     repeats: list[np.ndarray] = []
     firsts: list[pa.Table] = []
-    carry: pa.Table | None = None
-    rec = ["group_id", "topic", "partition", "offset"]
-
-    def run(t: pa.Table) -> None:
+    for t in harness.whole_groups(batches, ["group_id", "topic", "partition", "offset"]):
         r, p, f = _record_rules(t)
         retries.append(r)
         repeats.append(p)
         firsts.append(f)
-
-    for batch in batches:
-        t = pa.Table.from_batches([batch])
-        if carry is not None:
-            t = pa.concat_tables([carry, t])
-        if len(t) == 0:
-            continue
-        last = len(t) - 1
-        tail = None  # the rows of the batch's last record: carried to the next batch
-        for c in rec:
-            eq = pc.equal(t[c], t[c][last])
-            tail = eq if tail is None else pc.and_(tail, eq)
-        carry, t = t.filter(tail), t.filter(pc.invert(tail))
-        if len(t):
-            run(t)
-    if carry is not None and len(carry):
-        run(carry)
     reorder = _reorders(pa.concat_tables(firsts)) if firsts else np.zeros(0, np.int64)
     for rule, hs in (("retry_after_failure", retries), ("redelivery", repeats),
                      ("process_reorder", [reorder])):

@@ -8,9 +8,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 Design = Callable[[SparkSession, Path, str], dict[str, int]]
@@ -19,7 +21,11 @@ Design = Callable[[SparkSession, Path, str], dict[str, int]]
 def inner(designs: dict[str, Design], data: Path, design: str) -> None:
     """One design in this process (BENCH_FORMAT, default parquet): ``RESULT {json}``."""
     import bench
+    from pyspark import cloudpickle
 
+    # the tasks' functions call whole_groups: shipped by value (scripts/ is not on the
+    # Python workers' path)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
     spark = bench._session()
     fmt = os.environ.get("BENCH_FORMAT", "parquet")
     t0 = time.perf_counter()
@@ -56,3 +62,25 @@ def main(script: str, designs: dict[str, Design], default: str, rules: tuple[str
               + ", ".join([*(f"{k} {c[k]} (truth {truth[k]})" for k in rules),
                            *(f"{k} {c[k]}" for k in shown)]), flush=True)
     print(f"load average (1/5/15 min): {' / '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+def whole_groups(batches: Iterator[pa.RecordBatch], columns: list[str]) -> Iterator[pa.Table]:
+    """A task's record batches, sorted by ``columns``, as tables of whole groups: each
+    batch's last group is held back and prepended to the next one (a task holds one batch
+    and one group at a time)."""
+    carry: pa.Table | None = None
+    for batch in batches:
+        t = pa.Table.from_batches([batch])
+        if carry is not None:
+            t = pa.concat_tables([carry, t])
+        if len(t) == 0:
+            continue
+        tail = None
+        for c in columns:
+            eq = pc.equal(t[c], t[c][len(t) - 1])
+            tail = eq if tail is None else pc.and_(tail, eq)
+        carry, t = t.filter(tail), t.filter(pc.invert(tail))
+        if len(t):
+            yield t
+    if carry is not None and len(carry):
+        yield carry

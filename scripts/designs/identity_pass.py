@@ -143,20 +143,8 @@ def _per_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """One task: its batches sorted by ``h``; a batch at a time, the last hash's rows held
     back for the next one (bounded memory), the counts summed."""
     total = dict.fromkeys((*RULES, "collisions", "identities"), 0)
-    carry: pa.Table | None = None
-    for batch in batches:
-        t = pa.Table.from_batches([batch])
-        if carry is not None:
-            t = pa.concat_tables([carry, t])
-        if len(t) == 0:
-            continue
-        last = t["h"][len(t) - 1]
-        tail = pc.equal(t["h"], last)
-        carry, t = t.filter(tail), t.filter(pc.invert(tail))
+    for t in harness.whole_groups(batches, ["h"]):
         for k, v in _counts(_aggregate(t)).items():
-            total[k] += v
-    if carry is not None and len(carry):
-        for k, v in _counts(_aggregate(carry)).items():
             total[k] += v
     yield pa.RecordBatch.from_pylist([total])
 
