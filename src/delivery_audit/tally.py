@@ -1,6 +1,6 @@
 """Many small counting tables, one aggregation: a :class:`Tally` is a table of sums, minima
 and maxima per group of rows; :func:`collect_tallies` computes any number of them in ONE
-Spark job with ONE exchange.
+Spark job with ONE exchange (and one more per ``narrow`` table: about a group per row).
 
 Why not a ``groupBy`` per table (``collect.collect_all`` of aggregations): each is an
 exchange and a stage of its own, and Catalyst plans each one. Ingestion's accounting, the
