@@ -51,8 +51,6 @@ import skeleton  # noqa: E402
 
 RULES = ("redelivery", "retry_after_failure", "process_reorder")
 TP = ["topic", "partition"]
-ROW = "h long, group_id string, topic string, partition int, offset long, key string, " \
-      "member_id string, s long, f long, outcome string"
 CANDIDATES = "rule string, h long, units long"
 
 
@@ -121,17 +119,23 @@ def design_sql(spark: SparkSession, data: Path, fmt: str) -> dict[str, int]:
                     judged(spark, data, fmt))
 
 
+def _same_as_previous(t: pa.Table, columns: list[str]) -> np.ndarray:
+    """Per row of ``t``: whether it equals the row before it on ``columns`` (the first row:
+    no)."""
+    same = np.zeros(len(t), dtype=bool)
+    same[1:] = True
+    for c in columns:
+        a = t[c].to_numpy(zero_copy_only=False)
+        same[1:] &= a[1:] == a[:-1]
+    return same
+
+
 def _record_rules(t: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Table]:
     """One batch of whole records, sorted by (group, topic, partition, offset, start, …):
     the ``h`` of each retry and each repeat, and the record's first successes."""
     n = len(t)
     h = t["h"].to_numpy(zero_copy_only=False)
-    same = np.zeros(n, dtype=bool)
-    if n > 1:
-        for c in ("offset", "partition", "topic", "group_id"):
-            a = t[c].to_numpy(zero_copy_only=False)
-            eq = a[1:] == a[:-1]
-            same[1:] = eq if c == "offset" else same[1:] & eq
+    same = _same_as_previous(t, ["group_id", "topic", "partition", "offset"])
     ok = pc.equal(t["outcome"], "success").to_numpy(zero_copy_only=False)
     failed = pc.equal(t["outcome"], "failure").to_numpy(zero_copy_only=False)
     retry = np.zeros(n, dtype=bool)
@@ -157,12 +161,7 @@ def _reorders(firsts: pa.Table) -> np.ndarray:
                         ("partition", "ascending"), ("key", "ascending"),
                         ("s", "ascending"), ("offset", "ascending")])
     n = len(t)
-    new = np.ones(n, dtype=bool)
-    same = np.ones(n - 1, dtype=bool)
-    for c in ("group_id", "topic", "partition", "key"):
-        a = t[c].to_numpy(zero_copy_only=False)
-        same &= a[1:] == a[:-1]
-    new[1:] = ~same
+    new = ~_same_as_previous(t, ["group_id", "topic", "partition", "key"])
     seg = np.cumsum(new)
     off = t["offset"].to_numpy()
     # offsets < 2^40 on these days: segment-major keys make one running maximum serve all
