@@ -18,15 +18,19 @@ handovers and latencies (small aggregates).
 
 from __future__ import annotations
 
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame
 
 from .. import sqlexpr as S
 from ..core.window import AuditWindow
 from ..sqlexpr import BEFORE, UPTO, X
-from . import ordering, redelivery, retries, routes
+from . import ordering, redelivery, retries, routes, start_order
 from .evidence import ANOMALY_TYPE
 
 PART = ["_r1", "_r2", "_r3"]  # group, topic, partition
+# the sweep runs in Python workers, shipped by value: they import numpy and pyarrow only
+cloudpickle.register_pickle_by_value(start_order)
+RECORD = [*PART, "offset"]
 # a deterministic order of a record's attempts: start, finish, then member and outcome
 ATTEMPTS = ["started_ts", "finished_ts", "member_id", "outcome"]
 
@@ -45,74 +49,49 @@ KINDS = (A, C, R, ST, H, X_)
 
 
 def _by_record(rows: DataFrame) -> DataFrame:
-    """Each attempt with the attempt before it on its record (the rows of a partition in
-    record order: windows over the whole partition, compared by offset, so that a window
-    partition is a partition, not a record)."""
-    order = ["offset", *ATTEMPTS]
+    """Each attempt with the attempts before it on its record: windows per record (group,
+    topic, partition, offset), so that a window holds one record's attempts, not a Kafka
+    partition (the rows arrive partitioned by (group, topic, partition): no exchange)."""
     succ = "(outcome = 'success' AND resolved)"
     before = [
-        S.over(f"last(IF({succ}, named_struct('offset', offset, 'member_id', member_id, "
-               "'started_ts', started_ts), NULL), true)", PART, order, BEFORE).alias("_ps"),
-        S.over("last(IF(resolved, named_struct('offset', offset, 'outcome', outcome, "
-               "'started_ts', started_ts, 'member_id', member_id), NULL), true)",
-               PART, order, BEFORE).alias("_pr"),
-        S.over("count(IF(resolved, 1, NULL))", PART, order, UPTO).alias("_res_cum"),
-        S.over("lag(offset)", PART, order).alias("_prev_offset"),
-        # the record's rows: peers in offset order
-        S.over("min(IF(outcome = 'success', finished_ts, NULL))", PART, ["offset"],
-               "RANGE BETWEEN CURRENT ROW AND CURRENT ROW").alias("first_done"),
+        S.over(f"last(IF({succ}, named_struct('member_id', member_id, "
+               "'started_ts', started_ts), NULL), true)", RECORD, ATTEMPTS, BEFORE).alias("_ps"),
+        S.over("last(IF(resolved, named_struct('outcome', outcome, 'started_ts', started_ts, "
+               "'member_id', member_id), NULL), true)", RECORD, ATTEMPTS, BEFORE).alias("_pr"),
+        S.over("count(IF(resolved, 1, NULL))", RECORD, ATTEMPTS, UPTO).alias("res_no"),
+        S.over("row_number()", RECORD, ATTEMPTS).alias("_rn"),
+        S.over("min(IF(outcome = 'success', finished_ts, NULL))", RECORD).alias("first_done"),
     ]
     rows = S.select(rows, "*", *before)
-    rec_start = S.coalesce(S.col("_prev_offset") != S.col("offset"), S.lit(True))
-    rows = S.select(rows, "*", rec_start.alias("rec_start"))
-    # resolved attempts of the record before this one: the count up to here minus the
-    # count before the record's first row
-    rows = S.select(rows, "*", S.over("last(IF(rec_start, _res_cum - IF(resolved, 1, 0), "
-                                      "NULL), true)", PART, order, UPTO).alias("_res_base"))
-    repeat = S.coalesce(S.col("_ps.offset") == S.col("offset"), S.lit(False))
-    after = S.coalesce(S.col("_pr.offset") == S.col("offset"), S.lit(False))
+    repeat = S.col("_ps").isNotNull()
+    after = S.col("_pr").isNotNull()
     return S.select(
         rows, *[c for c in rows.columns if not c.startswith("_") or c in PART],
+        (S.col("_rn") == 1).alias("rec_start"),
         repeat.alias("repeat"),
         S.when(repeat, S.col("_ps.member_id")).alias("prev_succ_member"),
         S.when(repeat, S.col("_ps.started_ts")).alias("prev_succ_started"),
         S.when(after, S.col("_pr.outcome")).alias("prev_outcome"),
         S.when(after, S.col("_pr.started_ts")).alias("prev_started"),
         S.when(after, S.col("_pr.member_id")).alias("prev_member"),
-        (S.col("_res_cum") - S.col("_res_base")).alias("res_no"),
         (S.raw(succ) & ~repeat).alias("first_success"))
 
 
 def _by_key(rows: DataFrame) -> DataFrame:
     """Each first successful processing with the highest offset already processed of its
-    key in its partition (a running maximum of (key, offset) over the partition in (key,
-    start) order: it stays within the key when it names the same key)."""
-    seen = S.over("max(IF(first_success, named_struct('key_null', key_null, 'key_v', key_v, "
-                  "'offset', offset), NULL))", PART,
-                  ["key_null", "key_v", "started_ts", "offset", "finished_ts", "member_id"],
-                  BEFORE)
-    rows = S.select(rows, "*", seen.alias("_seen"))
-    same_key = ((S.col("_seen.key_null") == S.col("key_null"))
-                & (S.col("_seen.key_v") == S.col("key_v")))
-    return S.select(rows, *[c for c in rows.columns if c != "_seen"],
-                    S.when(same_key, S.col("_seen.offset")).alias("max_seen"))
+    key in its partition: a running maximum per (group, topic, partition, key) in start
+    order (a window holds one key's attempts in the partition)."""
+    seen = S.over("max(IF(first_success, offset, NULL))", [*PART, "key_null", "key_v"],
+                  ["started_ts", "offset", "finished_ts", "member_id"], BEFORE)
+    return S.select(rows, "*", seen.alias("max_seen"))
 
 
 def _by_partition(rows: DataFrame) -> DataFrame:
-    order = ["started_ts", "offset", "member_id", "finished_ts"]
-    end = "coalesce(finished_ts, started_ts)"
-    peers = "RANGE BETWEEN CURRENT ROW AND CURRENT ROW"  # attempts starting at that instant
-    cols = [
-        S.over(f"max({end})", PART, order, BEFORE).alias("before_end"),
-        # the next attempt's start is the lowest start after this one (rows in start
-        # order; an unbounded-following frame would be evaluated again for every row)
-        S.over("lead(started_ts)", PART, order).alias("after_start"),
-        S.over("count(1)", PART, ["started_ts"], peers).alias("peers"),
-        S.over(f"max({end})", PART, ["started_ts"], peers).alias("peers_end"),
-        S.over("lag(member_id)", PART, order).alias("prev_any_member"),
-        S.over(f"lag(unix_millis({end}))", PART, order).alias("prev_any_f"),
-    ]
-    return S.select(rows, "*", *cols)
+    """Each attempt with its neighbours in start order on its partition (start_order.py:
+    a streamed sweep of the task's rows, sorted, not a window over the partition)."""
+    ddl = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in rows.schema.fields)
+    return (rows.sortWithinPartitions(*start_order.PART, *start_order.ORDER)
+            .mapInArrow(start_order.sweep, f"{ddl}, {start_order.ADDED}"))
 
 
 def _candidate() -> X:

@@ -1,0 +1,162 @@
+"""The consumer pass's sweep of a (group, topic, partition) in start order, streamed.
+
+Each attempt gets what the attempts around it in start order say (consumer.py reads them:
+concurrent_processing's candidates, handovers):
+
+* ``before_end``: the latest end (finish, or start without one) of the attempts before it;
+* ``after_start``: the next attempt's start;
+* ``peers`` / ``peers_end``: how many attempts start at the same instant, their latest end;
+* ``prev_any_member`` / ``prev_any_f``: the attempt just before it (its member, its end in
+  epoch milliseconds).
+
+As windows over the partition, Spark buffers a whole Kafka partition in each task
+(``WindowExec``): a 1M-row partition needed ~1.1 GiB and spilled. Here the task's rows,
+sorted by (group, topic, partition, start, offset, member, finish), stream through
+``mapInArrow`` in Arrow batches: a batch's figures are vectorised (numpy), and only the
+batch's trailing run of attempts starting at one instant is held for the next batch (its
+``peers`` and the next start are not known yet), with the partition's running figures.
+Memory: a batch and that run, however many rows a partition holds.
+
+The functions here import only numpy and pyarrow: they run in Spark's Python workers,
+shipped by value (:func:`sweep`), so a worker imports neither pyspark.sql nor the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PART = ("_r1", "_r2", "_r3")
+ORDER = ("started_ts", "offset", "member_id", "finished_ts")
+# the columns the sweep adds, as Spark DDL (in this order)
+ADDED = ("before_end timestamp, after_start timestamp, peers bigint, peers_end timestamp, "
+         "prev_any_member string, prev_any_f bigint")
+_NONE = np.iinfo(np.int64).min  # "no end seen yet" in the running maximum
+
+
+def _us(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A timestamp column as epoch microseconds (int64; nulls as _NONE)."""
+    return pc.fill_null(arr.cast(pa.timestamp("us", arr.type.tz)).cast(pa.int64()),
+                        _NONE).to_numpy(zero_copy_only=False)
+
+
+def _new_part(tbl: pa.Table) -> np.ndarray:
+    """True where a row starts another (group, topic, partition) than the row before it
+    (the first row: True)."""
+    n = tbl.num_rows
+    change = np.zeros(n, dtype=bool)
+    change[:1] = True
+    for name in PART:
+        col = tbl.column(name)
+        if n > 1:
+            diff = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
+            change[1:] |= diff.to_numpy(zero_copy_only=False)
+    return change
+
+
+class _Carry:
+    """What the rows already emitted leave the next ones: the partition they were in, its
+    latest end, and the last attempt's member and end."""
+
+    def __init__(self) -> None:
+        self.part: tuple | None = None
+        self.max_end = _NONE
+        self.member: str | None = None
+        self.end = _NONE
+
+
+def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Table]:
+    """The rows of ``tbl`` whose figures are known, with them; and the rows held back (the
+    trailing run of one start instant, unless ``final``)."""
+    n = tbl.num_rows
+    start = _us(tbl.column("started_ts"))
+    fin = _us(tbl.column("finished_ts"))
+    end = np.where(fin == _NONE, start, fin)
+    seg_start = _new_part(tbl)
+    first = tuple(tbl.column(c)[0].as_py() for c in PART)
+    continues = carry.part is not None and first == carry.part
+    seg_start[0] = not continues
+    seg = np.cumsum(seg_start) - int(seg_start[0])  # the row's partition in the table: 0, 1, …
+    run_start = seg_start.copy()
+    run_start[0] = True  # the rows before are another run: a held run starts the table
+    run_start[1:] |= start[1:] != start[:-1]
+    # hold back the last run (one partition, one start): its peers and next start are unknown
+    keep = n if final else int(np.flatnonzero(run_start)[-1])
+    if keep == 0:
+        return tbl.slice(0, 0), tbl
+    # peers: the run's size and latest end, over the kept rows' runs (all complete)
+    run_id = np.cumsum(run_start[:keep]) - 1
+    bounds = np.flatnonzero(run_start[:keep])
+    peers = np.diff(np.append(bounds, keep))[run_id]
+    peers_end = np.maximum.reduceat(end[:keep], bounds)[run_id]
+    # the running maximum of ends within each segment: ends as ranks shifted by segment
+    ranks_of, rank = np.unique(end, return_inverse=True)
+    width = len(ranks_of) + 1
+    stacked = np.maximum.accumulate(seg * width + rank)
+    upto = ranks_of[stacked - seg * width]  # max end up to and including each row
+    before = np.empty(n, dtype=np.int64)
+    before[0] = _NONE
+    before[1:] = upto[:-1]
+    before[seg_start] = _NONE
+    if continues:
+        first_seg = seg == 0
+        before[first_seg] = np.maximum(before[first_seg], carry.max_end)
+    # the attempt before (lag) and after (lead) in the same partition
+    prev_end = np.empty(n, dtype=np.int64)
+    prev_end[1:] = end[:-1]
+    prev_end[0] = carry.end if continues else _NONE
+    prev_end[seg_start & (np.arange(n) > 0)] = _NONE
+    # the member before: index 0 of ``members`` is the carried member, row i's is i
+    members = pa.concat_arrays([pa.array([carry.member], pa.string()),
+                                *tbl.column("member_id").chunks])
+    no_prev = seg_start.copy()
+    next_start = np.empty(n, dtype=np.int64)
+    next_start[:-1] = start[1:]
+    next_start[-1] = _NONE
+    last_of_seg = np.append(seg_start[1:], True)
+    next_start[last_of_seg] = _NONE
+    # state after the kept rows
+    carry.part = tuple(tbl.column(c)[keep - 1].as_py() for c in PART)
+    carry.max_end = int(upto[keep - 1]) if not continues or seg[keep - 1] else \
+        int(max(upto[keep - 1], carry.max_end))
+    carry.member = members[keep].as_py()
+    carry.end = int(end[keep - 1])
+
+    ts_type = tbl.column("started_ts").type
+    k = slice(0, keep)
+
+    def ts(values: np.ndarray) -> pa.Array:
+        return pa.array(values[k], type=pa.int64(), mask=values[k] == _NONE).cast(ts_type)
+
+    members_out = members.take(pa.array(np.arange(keep), mask=no_prev[k]))
+    prev_f = prev_end[k]
+    out = tbl.slice(0, keep)
+    for name, arr in (
+            ("before_end", ts(before)), ("after_start", ts(next_start)),
+            ("peers", pa.array(peers, type=pa.int64())), ("peers_end", ts(peers_end)),
+            ("prev_any_member", members_out),
+            ("prev_any_f", pa.array(np.floor_divide(prev_f, 1000), type=pa.int64(),
+                                    mask=prev_f == _NONE))):
+        out = out.append_column(name, arr)
+    return out, tbl.slice(keep)
+
+
+def sweep(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Every row of the task's batches with the figures of its place in start order (rows
+    arrive sorted by :data:`PART` + :data:`ORDER`)."""
+    carry = _Carry()
+    held: pa.Table | None = None
+    for batch in batches:
+        tbl = pa.Table.from_batches([batch])
+        if held is not None and held.num_rows:
+            tbl = pa.concat_tables([held, tbl])
+        if not tbl.num_rows:
+            continue
+        out, held = _figures(tbl, carry, final=False)
+        yield from out.to_batches()
+    if held is not None and held.num_rows:
+        out, _ = _figures(held, carry, final=True)
+        yield from out.to_batches()
