@@ -63,15 +63,3 @@ def test_the_streamed_sweep_equals_the_windows_over_each_partition(spark, batch)
     assert any(r[-4] > 1 for r in got) and any(r[-2] is None for r in got)
     assert got == want
 
-
-def _debug(spark):
-    df = spark.createDataFrame(
-        _rows(1, 400), "_r1 string, _r2 string, _r3 int, offset bigint, member_id string, "
-        "started_ts timestamp, finished_ts timestamp").repartition(2, *PART)
-    key = [*PART, "offset"]
-    want = {tuple(r)[:4]: tuple(r)[4:] for r in _windows(df).select(*key, *ADDED).collect()}
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1")
-    got = {tuple(r)[:4]: tuple(r)[4:] for r in consumer._by_partition(df).select(*key, *ADDED).collect()}
-    bad = [(k, want[k], got.get(k)) for k in sorted(want) if want[k] != got.get(k)]
-    print(len(bad), len(got))
-    for b in bad[:8]: print(b)
