@@ -48,8 +48,8 @@ def _rows(seed: int, n: int):
 @pytest.mark.parametrize("batch", [1, 3, 7, 10_000])
 def test_the_streamed_sweep_equals_the_windows_over_each_partition(spark, batch):
     df = spark.createDataFrame(
-        _rows(batch, 400), "_r1 string, _r2 string, _r3 int, offset bigint, member_id string, "
-        "started_ts timestamp, finished_ts timestamp").repartition(2, *PART)
+        _rows(batch, 400), "group_id string, topic string, partition int, offset bigint, "
+        "member_id string, started_ts timestamp, finished_ts timestamp").repartition(2, *PART)
     key = [*PART, "offset"]
     want = sorted(tuple(r) for r in _windows(df).select(*key, *ADDED).collect())
     before = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")

@@ -27,7 +27,10 @@ from ..sqlexpr import BEFORE, UPTO, X
 from . import ordering, redelivery, retries, routes, start_order
 from .evidence import ANOMALY_TYPE
 
-PART = ["_r1", "_r2", "_r3"]  # group, topic, partition
+# the rows arrive hash partitioned by the routing columns (_r3 a routing int: pass 1 puts
+# each (group, topic, partition) on a task of its own, routes.placement); the windows'
+# partitions include them (no exchange) and the (group, topic, partition)
+PART = ["_r1", "_r2", "_r3", "group_id", "topic", "partition"]
 # the sweep runs in Python workers, shipped by value: they import numpy and pyarrow only
 cloudpickle.register_pickle_by_value(start_order)
 RECORD = [*PART, "offset"]
@@ -104,7 +107,7 @@ def _candidate() -> X:
 
 def _emitted(window: AuditWindow) -> list[X]:
     emit = routes.emit_when
-    part = (S.col("_r1"), S.col("_r2"), S.col("_r3"))
+    part = (S.col("group_id"), S.col("topic"), S.col("partition"))
     attempt = S.struct(**{c: S.col(c) for c in ATTEMPT_FIELDS})
     spread = routes.route_hash("offset", "started_ts")
     rows = [emit(KINDS, cond, A, *part, a) for cond, a in (

@@ -89,3 +89,69 @@ def route_hash(*cols: str) -> X:
     """A routing value spreading rows by these columns (a bucket, 0 to BUCKETS − 1): rows
     with the same values share a bucket."""
     return S.raw(f"pmod(hash({', '.join(cols)}), {BUCKETS})")
+
+
+# --- placement: each routing key on a task of its own -----------------------------------
+# The consumer side's rows go to pass 2 by (group, topic, partition): a few dozen keys of up
+# to millions of rows each. Hashed into the shuffle's partitions, several land in one task
+# (26 keys in 44 tasks at 10M: tasks of 2–3 Kafka partitions, 2.6 GiB of sorts, spilled).
+# Spark's hash partitioning sends a row to pmod(hash(routing columns), n); with the two
+# string routing columns null, that is pmod(hash(_r3), n) (a null leaves the hash's seed
+# as it is): a routing int chosen for its hash puts each key on the task chosen for it.
+
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash`` of one int column (Murmur3_x86_32.hashInt with Spark's seed 42), as
+    a signed 32-bit int."""
+    k1 = _rotl((value & _M32) * 0xCC9E2D51 & _M32, 15) * 0x1B873593 & _M32
+    h1 = _rotl(seed & _M32 ^ k1, 13)
+    h1 = (h1 * 5 + 0xE6546B64) & _M32
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & _M32
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def placement(weights: dict[tuple, int], tasks: int) -> dict[tuple, int]:
+    """A routing int per key: the heaviest keys first, each on the least loaded of
+    ``tasks`` tasks (distinct tasks while there are as many tasks as keys); the ints are
+    distinct, each one whose hash partition is its key's task."""
+    ints: dict[int, list[int]] = {t: [] for t in range(tasks)}  # per task, its ints found
+    need = {t: 0 for t in range(tasks)}
+    load = [(0, t) for t in range(tasks)]
+    chosen: dict[tuple, int] = {}
+    for key in sorted(weights, key=lambda k: (-weights[k], k)):
+        w, task = min(load)
+        load[task] = (w + max(1, weights[key]), task)
+        need[task] += 1
+        chosen[key] = task
+    value = 0
+    while any(len(ints[t]) < need[t] for t in range(tasks)):
+        task = spark_hash_int(value) % tasks
+        if len(ints[task]) < need[task]:
+            ints[task].append(value)
+        value += 1
+    return {key: ints[task].pop() for key, task in chosen.items()}
+
+
+def placed(placements: dict[tuple[str, str, int], int], group: X, topic: X,
+           partition: X) -> X:
+    """The routing int of a (group, topic, partition) (:func:`placement`); a key not placed
+    gets a hash of its own (any task)."""
+    fallback = S.fn("hash", group, topic, partition)
+    if not placements:
+        return fallback
+    table = S.map_literal(
+        [(S.struct(g=g, t=t, p=S.lit(p)), v) for (g, t, p), v in sorted(placements.items())],
+        "map<struct<g:string,t:string,p:int>,int>")
+    return S.coalesce(S.fn("try_element_at", table, S.struct(g=group, t=topic, p=partition)),
+                      fallback)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-PART = ("_r1", "_r2", "_r3")
+PART = ("group_id", "topic", "partition")  # a Kafka partition of a group
 ORDER = ("started_ts", "offset", "member_id", "finished_ts")
 # the columns the sweep adds, as Spark DDL (in this order)
 ADDED = ("before_end timestamp, after_start timestamp, peers bigint, peers_end timestamp, "

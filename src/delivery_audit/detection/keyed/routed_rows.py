@@ -126,6 +126,13 @@ def success_rows(rows: DataFrame) -> DataFrame:
     return _state_row(rows.filter(done.sql), {**given, "is_pair": S.lit(False)})
 
 
+def consumed_partitions(facts: Facts) -> dict[tuple[str, str, int], int]:
+    """Each (group, topic, partition) the ledger rows may name, with its records in the
+    dump (the consumer side's rows of it, about)."""
+    return {(g, t, p): hi - lo for g in facts.group_ids for (t, p), (lo, hi) in
+            facts.ranges.items() if t in facts.topics_of.get(g, ())}
+
+
 def ledger_out(rows: DataFrame, config: AuditConfig, facts: Facts) -> DataFrame:
     """Per ledger row (``rows``: :func:`ledger_joined`): to the consumer side, with the
     broker copy's timestamp and its identity's ``judged``. A row at an aborted record (rule
@@ -139,8 +146,11 @@ def ledger_out(rows: DataFrame, config: AuditConfig, facts: Facts) -> DataFrame:
                    resolved=S.col("seq").isNotNull() & kept, judged=judged,
                    copy_ts=S.when(kept, S.col("copy_ts")))
     emit = routes.emit_when
-    out = [emit(KINDS, S.lit(True), L, S.col("group_id"), S.col("topic"), S.col("partition"),
-                led)]
+    # to the consumer side by (group, topic, partition), each on a task of its own
+    tasks = int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    route = routes.placed(routes.placement(consumed_partitions(facts), tasks),
+                          S.col("group_id"), S.col("topic"), S.col("partition"))
+    out = [emit(KINDS, S.lit(True), L, S.lit(None), S.lit(None), route, led)]
     if facts.transactional:
         cond, aborted = transactions.aborted_read(
             transactions.isolation_cause(config, facts.group_ids))
