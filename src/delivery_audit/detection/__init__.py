@@ -137,6 +137,9 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     txns = transactions.per_transaction(outcomes, facts) if facts.transactional else None
     txn_anomalies = [] if txns is None else [
         transactions.hanging_rows(txns, config, window, facts)]
+    # one leaf of the branches' rows in as many partitions as a shuffle has (not one per
+    # branch and partition): each of the report's tables of it is a stage of that many tasks
+    tasks = int(spark.conf.get("spark.sql.shuffle.partitions"))
     anomalies = routes.checkpoint(reduce(DataFrame.unionByName, [df.select(*names) for df in (
         routes.of_kind(pass2, keyed_layout.A),
         write_side.first_move(routes.of_kind(pass2, keyed_layout.K)),
@@ -144,7 +147,7 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
         concurrency.concurrent_processing(routes.of_kind(pass3, consumer.C)),
         redelivery.with_event_cause(routes.of_kind(pass3, consumer.R), events),
         *txn_anomalies,
-    )]))
+    )]).coalesce(tasks))
     txn_facts = [] if txns is None else [
         outputs.transaction_facts(transactions.summary_table(txns))]
     facts_rows = reduce(DataFrame.unionByName, [

@@ -80,15 +80,6 @@ def _by_record(rows: DataFrame) -> DataFrame:
         (S.raw(succ) & ~repeat).alias("first_success"))
 
 
-def _by_key(rows: DataFrame) -> DataFrame:
-    """Each first successful processing with the highest offset already processed of its
-    key in its partition: a running maximum per (group, topic, partition, key) in start
-    order (a window holds one key's attempts in the partition)."""
-    seen = S.over("max(IF(first_success, offset, NULL))", [*PART, "key_null", "key_v"],
-                  ["started_ts", "offset", "finished_ts", "member_id"], BEFORE)
-    return S.select(rows, "*", seen.alias("max_seen"))
-
-
 def _by_partition(rows: DataFrame) -> DataFrame:
     """Each attempt with its neighbours in start order on its partition (start_order.py:
     a streamed sweep of the task's rows, sorted, not a window over the partition)."""
@@ -148,5 +139,5 @@ def _naive(dt) -> str:
 def consumer_rows(ledger: DataFrame, window: AuditWindow) -> DataFrame:
     """The consumer side's routed rows for pass 3 (``ledger``: pass 1's ledger rows, as
     routed by (group, topic, partition))."""
-    rows = _by_partition(_by_key(_by_record(ledger)))
+    rows = _by_partition(_by_record(ledger))
     return routes.routed(rows, _emitted(window))

@@ -33,7 +33,7 @@ PART = ("group_id", "topic", "partition")  # a Kafka partition of a group
 ORDER = ("started_ts", "offset", "member_id", "finished_ts")
 # the columns the sweep adds, as Spark DDL (in this order)
 ADDED = ("before_end timestamp, after_start timestamp, peers bigint, peers_end timestamp, "
-         "prev_any_member string, prev_any_f bigint")
+         "prev_any_member string, prev_any_f bigint, max_seen bigint")
 _NONE = np.iinfo(np.int64).min  # "no end seen yet" in the running maximum
 
 
@@ -66,6 +66,61 @@ class _Carry:
         self.max_end = _NONE
         self.member: str | None = None
         self.end = _NONE
+        # per key of the partition (key_null, key_v): the highest offset of its first
+        # successful processings so far (process_reorder's running maximum)
+        self.seen: dict[tuple[bool, str], int] = {}
+
+
+def _segmented_max_before(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    """For rows sorted by group (``groups`` ascending), the highest value of the rows before
+    each in its group (_NONE for the first), and up to and including it."""
+    uniq, rank = np.unique(values, return_inverse=True)
+    width = len(uniq) + 1
+    upto = uniq[np.maximum.accumulate(groups * width + rank) - groups * width]
+    before = np.empty(len(values), dtype=np.int64)
+    before[:1] = _NONE
+    before[1:] = upto[:-1]
+    before[np.append(True, groups[1:] != groups[:-1])] = _NONE
+    return before, upto
+
+
+def _max_seen(tbl: pa.Table, keep: int, seg: np.ndarray, continues: bool,
+              carry: _Carry) -> np.ndarray:
+    """Per kept row, the highest offset of a first successful processing of its key before
+    it in its partition (process_reorder, rule 16); ``carry.seen`` then holds the last
+    partition's keys."""
+    key_v = pc.dictionary_encode(tbl.column("key_v").slice(0, keep)).combine_chunks()
+    names = key_v.dictionary.to_pylist()
+    code = key_v.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    null = pc.fill_null(tbl.column("key_null").slice(0, keep), False).to_numpy(
+        zero_copy_only=False).astype(np.int64)
+    first = pc.fill_null(tbl.column("first_success").slice(0, keep), False).to_numpy(
+        zero_copy_only=False)
+    offset = pc.fill_null(tbl.column("offset").slice(0, keep), _NONE).to_numpy(
+        zero_copy_only=False)
+    key_id = (seg[:keep] * (len(names) + 1) + code) * 2 + null  # (partition, key) ids
+    keys, group = np.unique(key_id, return_inverse=True)
+    order = np.argsort(group, kind="stable")
+    before, upto = _segmented_max_before(group[order], np.where(first, offset, _NONE)[order])
+    key_of = [(bool(k & 1), names[(k >> 1) % (len(names) + 1)]) for k in keys.tolist()]
+    segment = (keys >> 1) // (len(names) + 1)
+    if continues and carry.seen:  # the first partition goes on from the carried keys
+        carried = np.array([carry.seen.get(key_of[i], _NONE) if segment[i] == 0 else _NONE
+                            for i in range(len(keys))], dtype=np.int64)
+        before = np.maximum(before, carried[group[order]])
+        upto = np.maximum(upto, carried[group[order]])
+    out = np.empty(keep, dtype=np.int64)
+    out[order] = before
+    # the last partition's keys: their highest so far (the last row of each in key order)
+    last = int(seg[keep - 1])
+    if not (continues and last == 0):
+        carry.seen = {}
+    ends = np.append(group[order][1:] != group[order][:-1], True)
+    for i, value in zip(group[order][ends].tolist(), upto[ends].tolist(), strict=True):
+        if segment[i] == last and value != _NONE:
+            carry.seen[key_of[i]] = value
+    return out
 
 
 def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Table]:
@@ -118,6 +173,7 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
     next_start[-1] = _NONE
     last_of_seg = np.append(seg_start[1:], True)
     next_start[last_of_seg] = _NONE
+    max_seen = _max_seen(tbl, keep, seg, continues, carry)
     # state after the kept rows
     carry.part = tuple(tbl.column(c)[keep - 1].as_py() for c in PART)
     carry.max_end = int(upto[keep - 1]) if not continues or seg[keep - 1] else \
@@ -139,7 +195,8 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
             ("peers", pa.array(peers, type=pa.int64())), ("peers_end", ts(peers_end)),
             ("prev_any_member", members_out),
             ("prev_any_f", pa.array(np.floor_divide(prev_f, 1000), type=pa.int64(),
-                                    mask=prev_f == _NONE))):
+                                    mask=prev_f == _NONE)),
+            ("max_seen", pa.array(max_seen, type=pa.int64(), mask=max_seen == _NONE))):
         out = out.append_column(name, arr)
     return out, tbl.slice(keep)
 
