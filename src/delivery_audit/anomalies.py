@@ -189,7 +189,7 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         (
             "detection.keyed.routed_rows:ledger_out",
             "detection.consumer:_by_record",
-            "detection.consumer:_by_key",
+            "detection.start_order:_max_seen",
             "detection.consumer:_emitted",
             "detection.ordering:process_reorder",
         ),
@@ -214,7 +214,7 @@ ANOMALIES: tuple[AnomalySpec, ...] = (
         True,
         (
             "detection.keyed.routed_rows:ledger_out",
-            "detection.consumer:_by_partition",
+            "detection.start_order:_figures",
             "detection.consumer:_candidate",
             "detection.concurrency:overlapping_attempts",
             "detection.concurrency:concurrent_processing",

@@ -6,8 +6,9 @@ Three passes, each ending in one exchange of routed rows (routes.py):
    one sort; identity figures, judging, the write-side rules (write_side.py),
    write_reorder (ordering.py) and, per (group, identity) in the same partitioning, the
    delivery states and dup_effect (delivery_states.py);
-2. **by (group, topic, partition)**: the consumer side (consumer.py: redelivery.py,
-   retries.py, ordering.process_reorder, overlap candidates);
+2. **by (group, topic, partition)**, each on a task of its own (routes.placement): the
+   consumer side (consumer.py: redelivery.py, retries.py, ordering.process_reorder,
+   overlap candidates; the start-order sweep streamed in Arrow batches, start_order.py);
 3. the few rows that need more: concurrent_processing among overlap candidates
    (concurrency.py), the cause of a redelivery by the same member (redelivery.py), and
    the small tables the report counts (outputs.py); the published evidence, the source

@@ -1,20 +1,20 @@
 """Pass 2, the consumer side: every ledger row of a judged group, routed by (group, topic,
 partition) and carrying its identity's ``judged`` flag and its record's broker timestamp
-from pass 1. Three sorts of the same rows, no exchange:
+from pass 1. Each (group, topic, partition) arrives on a task of its own
+(routes.placement). Two sorts of the same rows, no exchange, no window over a partition:
 
-* per record (group, topic, partition, offset) by start: redelivery (rule 15) and
-  retry_after_failure (rule 18) compare each attempt with the one before it; the record's
-  first successful finish gives delivery latency;
-* per (group, topic, partition, key) by start: process_reorder (rule 16) over first
-  successful processings;
-* per (group, topic, partition) by start: the attempts that overlap any other attempt
+* per record (group, topic, partition, offset) by start (windows of one record's
+  attempts): redelivery (rule 15) and retry_after_failure (rule 18) compare each attempt
+  with the one before it; the record's first successful finish gives delivery latency;
+* per (group, topic, partition) by start, streamed through Arrow batches
+  (start_order.py): process_reorder's running maximum per key over first successful
+  processings (rule 16), the attempts that overlap any other attempt
   (concurrent_processing's candidates, rule 17) and the handovers between members (the
   rebalances inferred when a group has no events, contract §5).
 
 What needs more than these rows goes on to pass 3 as routed rows: redeliveries by the same
 member (a rebalance event between the two?), overlap candidates (by another member?),
-handovers and latencies (small aggregates).
-"""
+handovers and latencies (small aggregates)."""
 
 from __future__ import annotations
 
