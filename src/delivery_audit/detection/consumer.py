@@ -27,12 +27,13 @@ from ..sqlexpr import BEFORE, UPTO, X
 from . import ordering, redelivery, retries, routes, start_order
 from .evidence import ANOMALY_TYPE
 
+# the sweep runs in Python workers, shipped by value: they import numpy and pyarrow only
+cloudpickle.register_pickle_by_value(start_order)
+
 # the rows arrive hash partitioned by the routing columns (_r3 a routing int: pass 1 puts
 # each (group, topic, partition) on a task of its own, routes.placement); the windows'
 # partitions include them (no exchange) and the (group, topic, partition)
 PART = ["_r1", "_r2", "_r3", "group_id", "topic", "partition"]
-# the sweep runs in Python workers, shipped by value: they import numpy and pyarrow only
-cloudpickle.register_pickle_by_value(start_order)
 RECORD = [*PART, "offset"]
 # a deterministic order of a record's attempts: start, finish, then member and outcome
 ATTEMPTS = ["started_ts", "finished_ts", "member_id", "outcome"]

@@ -10,8 +10,9 @@ Why: a subtree shared by several branches of a plan is planned, optimised and co
 once per branch. The exchanged rows are therefore a lazy local checkpoint (on local
 disk, computed once, inside the job that first reads them): each branch starts from that
 leaf, which keeps its hash partitioning, so a rule family whose windows partition by its
-routing columns plus more (the consumer side routes by (group, topic, partition) and
-windows by (group, topic, partition, offset)) needs no exchange of its own.
+routing columns plus more (the consumer side routes by a routing int per (group, topic,
+partition), :func:`placement`, and windows by it, the partition and the offset) needs no
+exchange of its own.
 """
 
 from __future__ import annotations

@@ -7,15 +7,18 @@ concurrent_processing's candidates, handovers):
 * ``after_start``: the next attempt's start;
 * ``peers`` / ``peers_end``: how many attempts start at the same instant, their latest end;
 * ``prev_any_member`` / ``prev_any_f``: the attempt just before it (its member, its end in
-  epoch milliseconds).
+  epoch milliseconds);
+* ``max_seen``: the highest offset of a first successful processing of its key before it
+  (process_reorder, rule 16: ordering.py).
 
 As windows over the partition, Spark buffers a whole Kafka partition in each task
 (``WindowExec``): a 1M-row partition needed ~1.1 GiB and spilled. Here the task's rows,
 sorted by (group, topic, partition, start, offset, member, finish), stream through
 ``mapInArrow`` in Arrow batches: a batch's figures are vectorised (numpy), and only the
 batch's trailing run of attempts starting at one instant is held for the next batch (its
-``peers`` and the next start are not known yet), with the partition's running figures.
-Memory: a batch and that run, however many rows a partition holds.
+``peers`` and the next start are not known yet), with the partition's running figures and
+its keys' highest first successes. Memory: a batch, that run and a map of the partition's
+keys, however many rows the partition holds.
 
 The functions here import only numpy and pyarrow: they run in Spark's Python workers,
 shipped by value (:func:`sweep`), so a worker imports neither pyspark.sql nor the engine.

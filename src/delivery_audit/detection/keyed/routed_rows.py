@@ -127,8 +127,8 @@ def success_rows(rows: DataFrame) -> DataFrame:
 
 
 def consumed_partitions(facts: Facts) -> dict[tuple[str, str, int], int]:
-    """Each (group, topic, partition) the ledger rows may name, with its records in the
-    dump (the consumer side's rows of it, about)."""
+    """Each (group, topic, partition) the ledger rows may name, weighed by its records in
+    the dump (about as many as the consumer side's rows of it)."""
     return {(g, t, p): hi - lo for g in facts.group_ids for (t, p), (lo, hi) in
             facts.ranges.items() if t in facts.topics_of.get(g, ())}
 
