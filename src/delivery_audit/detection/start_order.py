@@ -62,7 +62,7 @@ def _new_part(tbl: pa.Table) -> np.ndarray:
 
 class _Carry:
     """What the rows already emitted leave the next ones: the partition they were in, its
-    latest end, and the last attempt's member and end."""
+    latest end, the last attempt's member and end, and its keys' highest first successes."""
 
     def __init__(self) -> None:
         self.part: tuple | None = None
@@ -77,7 +77,8 @@ class _Carry:
 def _segmented_max_before(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
                                                                             np.ndarray]:
     """For rows sorted by group (``groups`` ascending), the highest value of the rows before
-    each in its group (_NONE for the first), and up to and including it."""
+    each in its group (_NONE for the first), and up to and including it: a running maximum
+    over all rows of the values' ranks shifted by group, so that it restarts per group."""
     uniq, rank = np.unique(values, return_inverse=True)
     width = len(uniq) + 1
     upto = uniq[np.maximum.accumulate(groups * width + rank) - groups * width]
@@ -150,18 +151,13 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
     bounds = np.flatnonzero(run_start[:keep])
     peers = np.diff(np.append(bounds, keep))[run_id]
     peers_end = np.maximum.reduceat(end[:keep], bounds)[run_id]
-    # the running maximum of ends within each segment: ends as ranks shifted by segment
-    ranks_of, rank = np.unique(end, return_inverse=True)
-    width = len(ranks_of) + 1
-    stacked = np.maximum.accumulate(seg * width + rank)
-    upto = ranks_of[stacked - seg * width]  # max end up to and including each row
-    before = np.empty(n, dtype=np.int64)
-    before[0] = _NONE
-    before[1:] = upto[:-1]
-    before[seg_start] = _NONE
+    # the latest end before each row and up to it, in its partition (the first one goes
+    # on from the carried latest end)
+    before, upto = _segmented_max_before(seg, end)
     if continues:
         first_seg = seg == 0
         before[first_seg] = np.maximum(before[first_seg], carry.max_end)
+        upto[first_seg] = np.maximum(upto[first_seg], carry.max_end)
     # the attempt before (lag) and after (lead) in the same partition
     prev_end = np.empty(n, dtype=np.int64)
     prev_end[1:] = end[:-1]
@@ -179,8 +175,7 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
     max_seen = _max_seen(tbl, keep, seg, continues, carry)
     # state after the kept rows
     carry.part = tuple(tbl.column(c)[keep - 1].as_py() for c in PART)
-    carry.max_end = int(upto[keep - 1]) if not continues or seg[keep - 1] else \
-        int(max(upto[keep - 1], carry.max_end))
+    carry.max_end = int(upto[keep - 1])
     carry.member = members[keep].as_py()
     carry.end = int(end[keep - 1])
 
