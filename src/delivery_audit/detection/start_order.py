@@ -160,18 +160,15 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
         upto[first_seg] = np.maximum(upto[first_seg], carry.max_end)
     # the attempt before (lag) and after (lead) in the same partition
     prev_end = np.empty(n, dtype=np.int64)
+    prev_end[0] = carry.end
     prev_end[1:] = end[:-1]
-    prev_end[0] = carry.end if continues else _NONE
-    prev_end[seg_start & (np.arange(n) > 0)] = _NONE
+    prev_end[seg_start] = _NONE  # a partition's first row (row 0 too, unless it goes on)
     # the member before: index 0 of ``members`` is the carried member, row i's is i
     members = pa.concat_arrays([pa.array([carry.member], pa.string()),
                                 *tbl.column("member_id").chunks])
-    no_prev = seg_start.copy()
     next_start = np.empty(n, dtype=np.int64)
     next_start[:-1] = start[1:]
-    next_start[-1] = _NONE
-    last_of_seg = np.append(seg_start[1:], True)
-    next_start[last_of_seg] = _NONE
+    next_start[np.append(seg_start[1:], True)] = _NONE  # a partition's last row
     max_seen = _max_seen(tbl, keep, seg, continues, carry)
     # state after the kept rows
     carry.part = tuple(tbl.column(c)[keep - 1].as_py() for c in PART)
@@ -185,7 +182,7 @@ def _figures(tbl: pa.Table, carry: _Carry, final: bool) -> tuple[pa.Table, pa.Ta
     def ts(values: np.ndarray) -> pa.Array:
         return pa.array(values[k], type=pa.int64(), mask=values[k] == _NONE).cast(ts_type)
 
-    members_out = members.take(pa.array(np.arange(keep), mask=no_prev[k]))
+    members_out = members.take(pa.array(np.arange(keep), mask=seg_start[k]))
     prev_f = prev_end[k]
     out = tbl.slice(0, keep)
     for name, arr in (
