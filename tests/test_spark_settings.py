@@ -17,6 +17,7 @@ MiB = 1024 * 1024
 GiB = 1024 * MiB
 KEYS = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
         "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
+SPLITS = "spark.sql.files.minPartitionNum"
 
 
 @pytest.fixture
@@ -28,6 +29,7 @@ def session(spark, monkeypatch):
     yield spark
     for k, v in saved.items():
         spark.conf.set(k, v)
+    spark.conf.unset(SPLITS)
 
 
 def _settings(spark):
@@ -39,16 +41,20 @@ def test_small_input_is_interpreted_and_large_input_compiled(session):
     tune_for_input(session, 15 * MiB)  # a small input's aggregations: one partition
     assert _settings(session) == {"partitions": "1", "enabled": "false",
                                   "wholeStage": "false", "factoryMode": "NO_CODEGEN"}
+    assert session.conf.get(SPLITS) == "1"  # a small input's scans: one split per scan
     tune_for_input(session, CODEGEN_FROM_BYTES)
     assert _settings(session) == {"partitions": cores, "enabled": "false",
                                   "wholeStage": "true", "factoryMode": "FALLBACK"}
+    assert session.conf.get(SPLITS, None) is None  # Spark's default: the parallelism
 
 
 def test_shuffles_are_sized_by_the_staged_parquet(session):
     cores = session.sparkContext.defaultParallelism
     assert tune_for_staged(session, 2 * MiB) == 1  # a small day: one partition per shuffle
     assert tune_for_staged(session, SMALL_STAGED_BYTES - 1) == 1
+    assert session.conf.get(SPLITS) == "1"
     assert tune_for_staged(session, SMALL_STAGED_BYTES) == cores
+    assert session.conf.get(SPLITS, None) is None
     assert tune_for_staged(session, 134 * MiB) == cores  # 1M messages
     assert session.conf.get("spark.sql.adaptive.enabled") == "false"
     n = tune_for_staged(session, 2 * GiB)
