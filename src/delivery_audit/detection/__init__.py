@@ -64,7 +64,7 @@ class Detection:
     anomalies: DataFrame  # one row per counting unit (a leaf: computed once, read by all)
     facts_rows: DataFrame  # the report's small tables as fact rows (outputs.py)
     facts: Facts
-    pairs: DataFrame  # pass 1's pair and success rows (for :attr:`states`)
+    pairs: DataFrame  # the (group, judged identity) pairs (for :attr:`states`)
     evidence_rows: DataFrame | None = None  # the published evidence (evidence_table.py)
     observations: dict[str, Observation] = field(default_factory=dict)
     rules: list[str] = field(default_factory=lambda: list(ANOMALY_NAMES))
@@ -128,11 +128,13 @@ def detect(spark: SparkSession, frames: dict[str, DataFrame], window: AuditWindo
     # the broker rows with their transaction (a leaf of its own when the dump has any)
     outcomes = transactions.outcomes(frames["broker"], facts)
     by_key = keyed.keyed_pass({**frames, "sends": sends}, window, config, facts, outcomes)
-    pass2, identities, pairs = by_key.exchanged, by_key.identities, by_key.states
+    pass2, identities, pairs = by_key.exchanged, by_key.identities, by_key.pairs
     sla = {g: ms for g in facts.group_ids if (ms := config.sla_ms(g)) is not None}
     pass3 = routes.exchange(
         consumer.consumer_rows(routes.of_kind(pass2, keyed_layout.L), window)
-        .unionByName(delivery_states.states_pass(pairs, sla, facts.read_starts())))
+        .unionByName(delivery_states.states_pass(
+            pairs, delivery_states.extra_successes(by_key.successes, identities, facts), sla,
+            facts.read_starts())))
     names = [f.name for f in ANOMALY_SCHEMA.fields]
     # one aggregation per transaction, read by the hanging ones and the report's table
     txns = transactions.per_transaction(outcomes, facts) if facts.transactional else None

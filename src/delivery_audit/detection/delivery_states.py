@@ -4,11 +4,12 @@ imply (skipped, pending, expired_unconsumed) and dup_effect.
 late_delivery (contract §9) compares a pair's first success with the time that judges it.
 
 Pass 1 (by key) gives, for each judged identity, one *pair* row per group consuming its
-topic (its figures, and whether the group went past every copy: rule 12) and every
-successful processing of the identity (keyed/routed_rows.py), in its partitioning: one
-window per (group, identity) counts the successes k and orders them (_counted), with no
-exchange; what it decides goes to pass 3 as routed rows (:func:`states_pass`). Per pair the
-precedence: k ≥ 2
+topic: its figures, whether the group went past every copy (rule 12), and the group's
+successful processings of it, k, and the first of them (counted per identity and group
+slot in the identity's aggregation: keyed/identity_facts.py), in its partitioning; only the
+successes of pairs with k ≥ 2 are read again and ordered, for dup_effect
+(:func:`extra_successes`). No exchange and no sort of all the rows; what it decides goes
+to pass 3 as routed rows (:func:`states_pass`). Per pair the precedence: k ≥ 2
 ``delivered_duplicate``, k = 1 ``delivered_once``; else with a broker copy, ``skipped`` if
 the group went past every copy, else ``pending``; else (no copy) an acked offset inside
 the dump range → ``lost_acked``, below the log start → ``expired_unconsumed``, acked
@@ -18,30 +19,44 @@ elsewhere → ``pending``; never acked → ``lost_unacked``.
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from .. import sqlexpr as S
 from ..anomalies import PENDING_BEFORE_READ, STATES
 from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
+from .facts import Facts
+from .keyed.identity_facts import group_slot
+from .keyed.layout import FIRST, ID, slot_count
 
-# per (group, identity): its successes in processing order, then its pair
-_RUN = ["group_id", "topic", "key_null", "key_v", "seq"]
-_ORDER = ["is_pair", "started_ts", "finished_ts", "partition", "offset", "member_id"]
-_SUCCESS = "NOT is_pair"
+# a (group, identity), and its successes' order
+_RUN = ["group_id", *ID]
+_ORDER = ["started_ts", "finished_ts", "partition", "offset", "member_id"]
 
 
-def _counted(rows: DataFrame) -> DataFrame:
-    """Per row of a (group, identity): ``n`` its successes up to it (a pair row: all of
-    them, k) and ``first``, the first success; one window per (group, identity), in the
-    partitioning the rows come in (by key: no exchange)."""
-    first = ("named_struct('member_id', member_id, 'partition', partition, 'offset', offset, "
-             "'started_ts', started_ts)")
-    counted = S.select(rows, "*",
-                       S.over(f"count(IF({_SUCCESS}, 1, NULL))", _RUN, _ORDER, UPTO).alias("n"),
-                       S.over(f"first(IF({_SUCCESS}, {first}, NULL), true)", _RUN, _ORDER,
-                              UPTO).alias("first"))
-    return S.select(counted, "*", S.col("n").alias("k"))
+def extra_successes(successes: DataFrame, ids: DataFrame, facts: Facts) -> DataFrame:
+    """The successful processings of the (group, judged identity) pairs processed more than
+    once, each with ``n``, its rank in processing order, and ``first``, the pair's first
+    (dup_effect: one row per n > 1). Each success learns its group's count from a window
+    per identity in the pass's order (no sort); only the few of pairs with k ≥ 2 are
+    ordered, and kept where ``ids`` judges the identity (a hash join, those rows built)."""
+    slots = slot_count(facts)
+    if not slots:
+        return S.select(successes.limit(0), "*", S.lit(0).alias("n"),
+                        S.lit(None).cast(FIRST).alias("first"))
+    rows = S.select(successes, "*", group_slot(facts).alias("_slot"))
+    counts = S.fn("array", *[S.over(f"count(IF(_slot = {i}, 1, NULL))", ID)
+                             for i in range(slots)])
+    mine = S.fn("element_at", counts, S.raw("_slot + 1"))
+    twice = S.select(rows, "*", mine.alias("_k")).filter(F.col("_k") >= 2)
+    first = S.struct(member_id=S.col("member_id"), partition=S.col("partition"),
+                     offset=S.col("offset"), started_ts=S.col("started_ts"))
+    ranked = S.select(twice, *successes.columns,
+                      S.over("row_number()", _RUN, _ORDER).alias("n"),
+                      S.over(f"first({first.sql})", _RUN, _ORDER, UPTO).alias("first"))
+    judged = ids.filter(F.col("judged")).select(*ID)
+    return judged.join(ranked.hint("shuffle_hash"), on=ID, how="inner")
 
 
 def state() -> X:
@@ -56,8 +71,8 @@ def state() -> X:
             .otherwise(S.lit("lost_unacked")))
 
 
-def _with_state(rows: DataFrame) -> DataFrame:
-    return S.select(_counted(rows), "*", state().alias("state"))
+def _with_state(pairs: DataFrame) -> DataFrame:
+    return S.select(pairs, "*", state().alias("state"))
 
 
 def _pending_cause(read_starts: dict[tuple[str, int], int]) -> X:
@@ -79,18 +94,17 @@ def _pending_cause(read_starts: dict[tuple[str, int], int]) -> X:
 def _state_anomalies(read_starts: dict[tuple[str, int], int] | None = None
                      ) -> list[tuple[X, X]]:
     """skipped, pending and expired_unconsumed: one row per (group, identity) in that state."""
-    pair = S.col("is_pair") & S.col("group_id").isNotNull()
     common = dict(group_id="group_id", topic="topic", key=KEY, seq="seq", ts="judged_ts")
     pending_cause = _pending_cause(read_starts or {})
     return [
-        (pair & (S.col("state") == "skipped"), anomaly_struct(
+        (S.col("state") == "skipped", anomaly_struct(
             "skipped", partition=S.col("first_copy.partition"), offset=S.col("first_copy.offset"),
             detail=S.lit("the group went past every copy without processing it"), **common)),
-        (pair & (S.col("state") == "pending"), anomaly_struct(
+        (S.col("state") == "pending", anomaly_struct(
             "pending", cause=pending_cause,
             partition=S.coalesce(S.col("first_copy.partition"), S.col("acked_at.partition")),
             offset=S.coalesce(S.col("first_copy.offset"), S.col("acked_at.offset")), **common)),
-        (pair & (S.col("state") == "expired_unconsumed"), anomaly_struct(
+        (S.col("state") == "expired_unconsumed", anomaly_struct(
             "expired_unconsumed", partition=S.col("below_at.partition"),
             offset=S.col("below_at.offset"),
             detail=S.lit("acked below the dump's log start offset; never processed"),
@@ -107,8 +121,7 @@ def late_delivery(sla_ms: dict[str, int]) -> tuple[X, X]:
     limit = S.fn("element_at", sla, S.col("group_id"))
     delay = (S.fn("unix_millis", S.col("first.started_ts"))
              - S.fn("unix_millis", S.col("judged_ts")))
-    cond = (S.col("is_pair") & S.col("group_id").isNotNull() & (S.col("k") >= 1)
-            & S.coalesce(delay > limit, S.lit(False)))
+    cond = (S.col("k") >= 1) & S.coalesce(delay > limit, S.lit(False))
     detail = S.concat(S.lit("first processed "), delay.cast("string"),
                       S.lit(" ms after it was judged; latency_sla_ms "), limit.cast("string"))
     return (cond if sla_ms else S.lit(False),
@@ -120,8 +133,9 @@ def late_delivery(sla_ms: dict[str, int]) -> tuple[X, X]:
 
 
 def dup_effect() -> tuple[X, X]:
-    """One row per extra successful processing (k − 1) of a judged identity by a group."""
-    return (S.raw(_SUCCESS) & (S.col("n") > 1),
+    """One row per extra successful processing (k − 1) of a judged identity by a group
+    (rows: :func:`extra_successes`)."""
+    return (S.col("n") > 1,
             anomaly_struct("dup_effect", group_id="group_id", topic="topic", key=KEY,
                            seq="seq", partition="partition", offset="offset",
                            related_partition=S.col("first.partition"),
@@ -132,28 +146,29 @@ def dup_effect() -> tuple[X, X]:
 
 def state_rows(pairs: DataFrame) -> DataFrame:
     """One row per (group, judged identity on a topic the group consumes): group_id, topic,
-    key, seq, state, successes (pass 1's pair and success rows in: keyed.KeyedPass.states)."""
-    return _with_state(pairs).filter("is_pair AND group_id IS NOT NULL").selectExpr(
+    key, seq, state, successes (``pairs``: pass 1's, keyed.KeyedPass.pairs)."""
+    return _with_state(pairs).selectExpr(
         "group_id", "topic", f"{KEY.sql} AS key", "seq", "state", "k AS successes")
 
 
-def states_pass(pairs: DataFrame, sla_ms: dict[str, int] | None = None,
+def states_pass(pairs: DataFrame, extra: DataFrame, sla_ms: dict[str, int] | None = None,
                 read_starts: dict[tuple[str, int], int] | None = None) -> DataFrame:
     """The states, dup_effect and late_delivery (``sla_ms``: group → latency SLA) as routed
     rows for pass 3: anomaly rows, and one row per pair not delivered once (the report
     counts states; delivered_once is the rest of the judged identities). ``pairs``: pass
-    1's pair and success rows (keyed.KeyedPass.states). ``read_starts``: an offsets file's
-    read_from where it lies above the log start (pending's cause)."""
+    1's (keyed.KeyedPass.pairs); ``extra``: :func:`extra_successes`.
+    ``read_starts``: an offsets file's read_from where it lies above the log start
+    (pending's cause)."""
     emit = routes.emit_when
     K, A, ST = consumer.KINDS, consumer.A, consumer.ST
     anywhere = (S.col("group_id"), S.col("topic"), routes.route_hash("key_v", "seq"))
     rows = [emit(K, cond, A, *anywhere, a)
-            for cond, a in (*_state_anomalies(read_starts), dup_effect(),
-                            late_delivery(sla_ms or {}))]
+            for cond, a in (*_state_anomalies(read_starts), late_delivery(sla_ms or {}))]
     code = S.fn("array_position", S.fn("array", *[S.lit(s) for s in STATES]), S.col("state"))
-    rows.append(emit(K, S.col("is_pair") & S.col("group_id").isNotNull()
-                     & (S.col("state") != "delivered_once"), ST,
+    rows.append(emit(K, S.col("state") != "delivered_once", ST,
                      S.col("group_id"), S.col("topic"), code,
                      S.struct(group_id=S.col("group_id"), topic=S.col("topic"),
                               state=S.col("state"))))
-    return routes.routed(_with_state(pairs), rows)
+    dup_cond, dup = dup_effect()
+    return (routes.routed(_with_state(pairs), rows)
+            .unionByName(routes.routed(extra, [emit(K, dup_cond, A, *anywhere, dup)])))

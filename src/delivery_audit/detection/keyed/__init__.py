@@ -18,8 +18,9 @@ with no other shuffle or sort:
 * per key, the identities in seq order: seq_gap's range and each identity's predecessor
   (routed_rows.py);
 * **the states' rows** (routed_rows.py): per judged identity one pair per group
-  consuming its topic, and its successful processings, by key as they are:
-  delivery_states.py counts them per (group, identity) with no exchange of their own.
+  consuming its topic, and the successful processings, by key as they are:
+  delivery_states.py counts them per (group, identity) (a hash aggregation and a hash
+  join) with no exchange or sort of their own.
 
 Transactions (contract §9, transactions.py): broker rows carry their outcome; an aborted
 row judges its identity (rule 25) and may be a zombie write, but it is no copy (rule 22),
@@ -45,14 +46,13 @@ from ...core.window import AuditWindow
 from .. import routes, transactions
 from ..facts import Facts
 from .identity_facts import identities
-from .leaves import broker_rows, leaf, ledger_rows, send_rows
+from .leaves import broker_rows, leaf, ledger_rows, send_rows, success_rows
 from .routed_rows import (
     copy_rows,
     identity_rows,
     ledger_joined,
     ledger_out,
     pair_rows,
-    success_rows,
 )
 
 
@@ -60,7 +60,8 @@ from .routed_rows import (
 class KeyedPass:
     exchanged: DataFrame  # the pass's routed rows, exchanged for pass 2
     identities: DataFrame  # a leaf: the judged counts read it
-    states: DataFrame  # the (group, identity) pairs and the successes (layout.P), by key
+    pairs: DataFrame  # the (group, judged identity) pairs (layout.PAIR), by key
+    successes: DataFrame  # the successful processings (layout.SUCCESS), by key
     sends_broker: DataFrame  # the leaves by key: send and broker rows (_side SEND, BROKER)
     ledger: DataFrame  # ledger rows and marks (_side LEDGER, MARK)
 
@@ -77,10 +78,11 @@ def keyed_pass(frames: dict[str, DataFrame], window: AuditWindow, config: AuditC
         outcomes = transactions.outcomes(frames["broker"], facts)
     sb = leaf(send_rows(frames["sends"], facts).unionByName(broker_rows(outcomes)))
     lm = leaf(ledger_rows(ledger, frames["broker"], facts))
+    successes = success_rows(lm, sb, facts)
     ids = identities(sb, lm, window, facts)
     led = ledger_joined(lm, sb, ids)
     out = (identity_rows(ids, config)
            .unionByName(copy_rows(sb, ids))
            .unionByName(ledger_out(led, config, facts)))
-    states = pair_rows(ids, facts).unionByName(success_rows(led))
-    return KeyedPass(routes.exchange(out), ids, states, sb, lm)
+    return KeyedPass(routes.exchange(out), ids, pair_rows(ids, successes, facts),
+                     successes, sb, lm)

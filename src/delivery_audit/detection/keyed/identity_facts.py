@@ -14,7 +14,17 @@ from ...core.window import AuditWindow
 from ...sqlexpr import X
 from .. import routes
 from ..facts import Facts
-from .layout import BROKER, ID, MARK, MASK_BITS, SEND, TPO, group_slots, mask_count
+from .layout import (
+    BROKER,
+    ID,
+    MARK,
+    MASK_BITS,
+    SEND,
+    TPO,
+    group_slots,
+    mask_count,
+    slot_count,
+)
 
 
 def _ts(value) -> X:
@@ -55,9 +65,36 @@ def _reach_bits(facts: Facts, chunk: int) -> X:
     return S.lit(0).cast("bigint") if case is None else case.otherwise(S.lit(0).cast("bigint"))
 
 
+def group_slot(facts: Facts) -> X:
+    """A row's group slot among the groups of its topic (group_slots), null for none."""
+    pairs = [(t, g, i) for t, slots in group_slots(facts).items() for g, i in slots]
+    case = None
+    for t, g, i in pairs:
+        cond = (S.col("topic") == t) & (S.col("group_id") == g)
+        case = S.when(cond, S.lit(i)) if case is None else case.when(cond, S.lit(i))
+    return S.lit(None).cast("int") if case is None else case
+
+
+def successes_by_slot(successes: DataFrame, facts: Facts) -> DataFrame:
+    """Per identity, per group slot of its topic: the group's successful processings of it
+    (``_k{i}``) and the first of them by start, finish, partition, offset and member
+    (``_first{i}``). One sort-based aggregation by identity over rows already in that order
+    (``successes``: leaves.success_rows): no exchange, no sort."""
+    first = S.struct(started_ts=S.col("started_ts"), finished_ts=S.col("finished_ts"),
+                     partition=S.col("partition"), offset=S.col("offset"),
+                     member_id=S.col("member_id"))
+    rows = S.select(successes, *ID, group_slot(facts).alias("_slot"), first.alias("_s"))
+    aggs = []
+    for i in range(slot_count(facts)):
+        aggs += [F.expr(f"count(IF(_slot = {i}, 1, NULL))").alias(f"_k{i}"),
+                 F.expr(f"min(IF(_slot = {i}, _s, NULL))").alias(f"_first{i}")]
+    return rows.groupBy(*ID).agg(*aggs)
+
+
 def identities(sb: DataFrame, lm: DataFrame, window: AuditWindow, facts: Facts) -> DataFrame:
     """One row per identity seen in sends or broker: its figures, whether this window judges
-    it, and per mask the groups that went past every copy (a leaf: three steps read it)."""
+    it, and per mask the groups that went past every copy (a leaf: several steps read
+    it)."""
     chunks = range(mask_count(facts))
     marks = (lm.filter(F.col("_side") == MARK)
              .groupBy(*TPO).agg(*[F.expr(f"bit_or(IF(_mask = {c}, _mark, NULL))").alias(f"_m{c}")

@@ -2,8 +2,8 @@
 columns that name an identity and a key, the sort every step streams over, the group
 slots of rule 12's masks, the kinds of routed rows the pass emits (routes.py): ``A``
 anomaly rows, ``L`` ledger rows, ``K`` key moves; and the columns of the delivery states'
-rows (``P``: (group, identity) pairs and successes, which stay in the pass's partitioning,
-delivery_states.py)."""
+rows (``PAIR``: (group, identity) pairs; ``SUCCESS``: successful processings), which stay
+in the pass's partitioning (delivery_states.py)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,18 @@ L = routes.Kind("l", "group_id:string,member_id:string,topic:string,partition:in
                 "offset:bigint,key_null:boolean,key_v:string,seq:bigint,"
                 "started_ts:timestamp,finished_ts:timestamp,outcome:string,"
                 "resolved:boolean,judged:boolean,copy_ts:timestamp")
-# a (group, identity) pair's row (its identity's figures) or a successful processing's
-P = (("group_id", "string"), ("topic", "string"), ("key_null", "boolean"),
-     ("key_v", "string"), ("seq", "bigint"), ("is_pair", "boolean"), ("n_copies", "bigint"),
-     ("first_copy", AT), ("any_acked", "boolean"), ("acked_inside", "boolean"),
-     ("acked_below", "boolean"), ("acked_at", AT), ("below_at", AT),
-     ("first_send_ts", "timestamp"), ("judged_ts", "timestamp"), ("past", "boolean"),
-     ("partition", "int"), ("offset", "bigint"), ("member_id", "string"),
-     ("started_ts", "timestamp"), ("finished_ts", "timestamp"))
+# a group's first successful processing of an identity
+FIRST = "struct<member_id:string,partition:int,offset:bigint,started_ts:timestamp>"
+# a (group, identity) pair's row: its identity's figures, whether the group went past every
+# copy (rule 12), its successful processings k and the first of them (delivery_states.py)
+PAIR = (("group_id", "string"), ("topic", "string"), ("key_null", "boolean"),
+        ("key_v", "string"), ("seq", "bigint"), ("n_copies", "bigint"),
+        ("first_copy", AT), ("any_acked", "boolean"), ("acked_inside", "boolean"),
+        ("acked_below", "boolean"), ("acked_at", AT), ("below_at", AT),
+        ("first_send_ts", "timestamp"), ("judged_ts", "timestamp"), ("past", "boolean"),
+        ("k", "bigint"), ("first", FIRST))
+# a successful processing's row
+SUCCESS = ("group_id", *ID, "partition", "offset", "member_id", "started_ts", "finished_ts")
 K = routes.Kind("k", f"anomaly:{ANOMALY_TYPE},key_null:boolean,key_v:string,seq:bigint,"
                 "partition:int,offset:bigint")
 KINDS = (A, L, K)
@@ -40,6 +44,11 @@ def group_slots(facts: Facts) -> dict[str, list[tuple[str, int]]]:
     """Per consumed topic, its groups with their index (a pair's bit in the masks)."""
     return {t: [(g, i) for i, g in enumerate(facts.groups_of(t))]
             for t in facts.consumed_topics()}
+
+
+def slot_count(facts: Facts) -> int:
+    """The most groups consuming one topic (a pair's slot in the identity's figures)."""
+    return max((len(v) for v in group_slots(facts).values()), default=0)
 
 
 def mask_count(facts: Facts) -> int:

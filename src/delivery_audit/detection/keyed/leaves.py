@@ -12,7 +12,19 @@ from ... import sqlexpr as S
 from ...sqlexpr import X
 from .. import routes, transactions
 from ..facts import Facts
-from .layout import BROKER, ID, KEY, LEDGER, MARK, MASK_BITS, ORDER, SEND, group_slots
+from .layout import (
+    BROKER,
+    ID,
+    KEY,
+    LEDGER,
+    MARK,
+    MASK_BITS,
+    ORDER,
+    SEND,
+    SUCCESS,
+    TPO,
+    group_slots,
+)
 
 _KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
 # the last fields of each leaf (ack_ts, producer_id, error; generation) only travel to the
@@ -124,6 +136,19 @@ def ledger_rows(ledger: DataFrame, broker: DataFrame, facts: Facts) -> DataFrame
         {"key_null": b_null, "key_v": b_v, "seq": S.col("b_seq"),
          "group_id": S.col("group_id"), "_mask": chunk, "_mark": bit})
     return rows.unionByName(as_ledger).unionByName(marks)
+
+
+def success_rows(lm: DataFrame, sb: DataFrame, facts: Facts) -> DataFrame:
+    """The successful processings of identities (layout.SUCCESS) in the leaf's
+    partitioning and order (``lm``: the ledger leaf; ``sb``: the send and broker leaf). A
+    success at an aborted record (rule 22) is none: it is an aborted read (only a
+    transactional dump has such records)."""
+    rows = lm.filter((F.col("_side") == LEDGER) & (F.col("outcome") == "success")
+                     & F.col("seq").isNotNull())
+    if facts.transactional:
+        aborted = sb.filter((F.col("_side") == BROKER) & (F.col("txn") == "aborted"))
+        rows = rows.join(aborted.select(*TPO).hint("shuffle_hash"), on=TPO, how="left_anti")
+    return rows.select(*SUCCESS)
 
 
 def leaf(df: DataFrame) -> DataFrame:

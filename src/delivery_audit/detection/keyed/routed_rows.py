@@ -3,7 +3,7 @@ copy, dup_write, zombie_write, the key's moves and write_reorder; per ledger row
 broker copy at its record and its identity's ``judged`` (to the consumer side) and, at an
 aborted record, an aborted read — as routed rows. The states' rows stay in the pass's
 partitioning: the (group, identity) pairs (with rule 12's ``past``) and the successful
-processings (delivery_states.py)."""
+processings (delivery_states.py counts them)."""
 
 from __future__ import annotations
 
@@ -15,37 +15,63 @@ from ...config import AuditConfig
 from ...sqlexpr import BEFORE, WHOLE, X
 from .. import ordering, routes, transactions, write_side
 from ..facts import Facts
-from .layout import BROKER, ID, KEY, KINDS, LEDGER, MASK_BITS, TPO, A, K, L, P, group_slots
+from .identity_facts import successes_by_slot
+from .layout import (
+    BROKER,
+    FIRST,
+    ID,
+    KEY,
+    KINDS,
+    LEDGER,
+    MASK_BITS,
+    PAIR,
+    TPO,
+    A,
+    K,
+    L,
+    group_slots,
+)
 
 
-def _state_row(df: DataFrame, given: dict[str, X]) -> DataFrame:
-    """``df``'s rows as state rows (layout.P): the ``given`` fields, the others null."""
-    return S.select(df, *[given.get(name, S.lit(None)).cast(dtype).alias(name)
-                          for name, dtype in P])
+def _pair_row(df: DataFrame, given: dict[str, X]) -> DataFrame:
+    """``df``'s rows as pair rows (layout.PAIR): the ``given`` fields."""
+    return S.select(df, *[given[name].cast(dtype).alias(name) for name, dtype in PAIR])
 
 
-def pair_rows(ids: DataFrame, facts: Facts) -> DataFrame:
+_FIRST = ("IF(_first{i} IS NULL, NULL, named_struct('member_id', _first{i}.member_id, "
+          "'partition', _first{i}.partition, 'offset', _first{i}.offset, "
+          "'started_ts', _first{i}.started_ts))")
+
+
+def pair_rows(ids: DataFrame, successes: DataFrame, facts: Facts) -> DataFrame:
     """A judged identity's (group, identity) pairs: one per group consuming its topic
-    (rule 9), with its figures and whether the group went past every copy (rule 12), in
-    the pass's partitioning (by key; delivery_states.py counts them there). An identity of
-    a topic no group consumes has no pair (it still counts as judged)."""
+    (rule 9), with its figures, whether the group went past every copy (rule 12), and the
+    group's successful processings of it (k, the first: ``successes`` counted per identity
+    and group slot, identity_facts.successes_by_slot, merge joined in the pass's order), in
+    the pass's partitioning (by key; delivery_states.py decides the states there). An
+    identity of a topic no group consumes has no pair (it still counts as judged)."""
     case = None
     for t, slots in group_slots(facts).items():
-        value = S.fn("array", *[S.struct(g=S.lit(g), past=S.raw(
-            f"coalesce(shiftright(past_all{i // MASK_BITS}, {i % MASK_BITS}) & 1 = 1, false)"))
+        value = S.fn("array", *[S.struct(
+            g=S.lit(g),
+            past=S.raw(f"coalesce(shiftright(past_all{i // MASK_BITS}, {i % MASK_BITS}) & 1 "
+                       "= 1, false)"),
+            k=S.raw(f"coalesce(_k{i}, 0L)"), first=S.raw(_FIRST.format(i=i)).cast(FIRST))
             for g, i in slots])
         case = S.when(S.col("topic") == t, value) if case is None\
             else case.when(S.col("topic") == t, value)
     if case is None:  # no group consumes any topic: no pairs
-        return _state_row(ids.limit(0), {})
-    none = S.raw("CAST(array() AS array<struct<g:string,past:boolean>>)")
-    paired = S.select(ids.filter(F.col("judged")), "*",
-                      S.fn("explode", case.otherwise(none)).alias("_gp"))
+        return _pair_row(ids.limit(0), {name: S.lit(None) for name, _ in PAIR})
+    none = S.raw(f"CAST(array() AS array<struct<g:string,past:boolean,k:bigint,"
+                 f"first:{FIRST}>>)")
+    judged = ids.filter(F.col("judged")).hint("merge").join(
+        successes_by_slot(successes, facts).hint("merge"), on=ID, how="left")
+    paired = S.select(judged, "*", S.fn("explode", case.otherwise(none)).alias("_gp"))
     kept = ("n_copies", "first_copy", "any_acked", "acked_inside", "acked_below", "acked_at",
             "below_at", "first_send_ts", "judged_ts")
-    return _state_row(paired, {**{c: S.col(c) for c in (*ID, *kept)},
-                               "group_id": S.col("_gp.g"), "is_pair": S.lit(True),
-                               "past": S.col("_gp.past")})
+    return _pair_row(paired, {**{c: S.col(c) for c in (*ID, *kept)},
+                              "group_id": S.col("_gp.g"), "past": S.col("_gp.past"),
+                              "k": S.col("_gp.k"), "first": S.col("_gp.first")})
 
 
 _ANYWHERE = routes.route_hash("key_v", "seq")
@@ -114,16 +140,6 @@ def ledger_joined(lm: DataFrame, sb: DataFrame, ids: DataFrame) -> DataFrame:
     return S.select(rows, *[c for c in rows.columns if c != "judged"],
                     S.coalesce(S.col("txn") == "aborted", S.lit(False)).alias("aborted"),
                     S.coalesce(S.col("judged"), S.lit(False)).alias("judged"))
-
-
-def success_rows(rows: DataFrame) -> DataFrame:
-    """The successful processings of judged identities (``rows``: :func:`ledger_joined`),
-    as state rows: delivery_states.py counts them per (group, identity). A success at an
-    aborted record (rule 22) is none: it is an aborted read."""
-    done = S.col("judged") & ~S.col("aborted") & (S.col("outcome") == "success")
-    given = {c: S.col(c) for c in ("group_id", *ID, "partition", "offset", "member_id",
-                                   "started_ts", "finished_ts")}
-    return _state_row(rows.filter(done.sql), {**given, "is_pair": S.lit(False)})
 
 
 def consumed_partitions(facts: Facts) -> dict[tuple[str, str, int], int]:
