@@ -160,7 +160,7 @@ REPORT_KEYS = ["schema_version", "run", "window", "config", "inputs", "judged",
                "latency_sla", "input_validation", "rebalances", "verdict", "results_validation",
                "narrative", "remediation"]
 RUN_KEYS = ["run_id", "started_at", "tool_version", "spark_version", "spark_session",
-            "spark_master", "finished_at", "stages", "spark_jobs", "duration_s"]
+            "spark_master", "finished_at", "stages", "spark_jobs", "planning_s", "duration_s"]
 
 
 def test_the_report_has_every_section_in_order_and_the_page_its_duration(audited):
@@ -169,6 +169,8 @@ def test_the_report_has_every_section_in_order_and_the_page_its_duration(audited
     assert list(report["run"]) == RUN_KEYS
     run = report["run"]
     assert run["duration_s"] == round(sum(run["stages"].values()), 3) > 0
+    # Spark's planning of the audit's queries: measured, and within the stages' time
+    assert 0 < run["planning_s"] < run["stages"]["ingest"] + run["stages"]["detect"]
     assert list(run["stages"])[-1] == "render_html"  # report.json is written after the page
     # the results suite fails on the critical lost_acked too; the verdict names the anomaly
     assert report["results_validation"]["success"] is False

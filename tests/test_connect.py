@@ -122,6 +122,7 @@ def test_the_engine_ran_on_the_connect_server(scenarios, connect_scenarios,
     run = connect_scenarios["report"]["run"]
     assert run["spark_session"] == "connect" and run["spark_master"] == "local[2]"
     assert run["spark_jobs"] is None  # no status tracker in a Connect client
+    assert run["planning_s"] is None  # nor status stores
     assert scenarios["classic"]["run"]["spark_session"] == "classic"
     jobs = connect_server.jobs_tagged(f"delivery-audit-{run['run_id']}")
     assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)

@@ -47,7 +47,7 @@ REPORT_DIR = "dt=2026-11-19/20261119T000000Z_20261120T000000Z"
 # "Run metadata: differs between two runs of the same window"). Everything else must be equal,
 # run.tool_version, run.spark_version and run.spark_master included.
 RUN_METADATA = (("run", "run_id"), ("run", "started_at"), ("run", "finished_at"),
-                ("run", "duration_s"), ("run", "stages"))
+                ("run", "duration_s"), ("run", "stages"), ("run", "planning_s"))
 
 
 # --------------------------------------------------------------------------- two audits

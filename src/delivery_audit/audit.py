@@ -331,7 +331,8 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
 
 def _timings(stages: Stages, jobs: JobCounter | None) -> RunTimings:
     return RunTimings(finished_at=iso_z(datetime.now(UTC)), stages=dict(stages.seconds),
-                      spark_jobs=jobs.count() if jobs is not None else None)
+                      spark_jobs=jobs.count() if jobs is not None else None,
+                      planning_s=jobs.planning_seconds() if jobs is not None else None)
 
 
 def publish_report(staging: Path, out: str, relative_dir: str, **kwargs: Any) -> dict:

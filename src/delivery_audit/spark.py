@@ -19,6 +19,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from . import class_archive
+from .planning_time import planning_seconds
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -332,6 +333,14 @@ class JobCounter:
             if now != n:
                 n, since = now, time.monotonic()
         return n
+
+    def planning_seconds(self) -> float | None:
+        """Spark's planning time for the jobs run so far in this counter's group
+        (planning_time.py; None under Spark Connect)."""
+        if self._sc is None:
+            return None
+        return planning_seconds(self.spark,
+                                self._sc.statusTracker().getJobIdsForGroup(self.group))
 
     def __exit__(self, *exc) -> None:
         if self._sc is None:

@@ -35,11 +35,13 @@ class RunInfo:
 @dataclass(frozen=True)
 class RunTimings:
     """How long the run took, known when its report is complete: ``stages`` (seconds per
-    stage, in the order they ran), the Spark jobs it ran (None under Spark Connect)."""
+    stage, in the order they ran), the Spark jobs it ran and the seconds Spark spent
+    planning them (planning_time.py; both None under Spark Connect)."""
 
     finished_at: str
     stages: dict[str, float]
     spark_jobs: int | None
+    planning_s: float | None = None
 
     @property
     def duration_s(self) -> float:
@@ -47,7 +49,8 @@ class RunTimings:
 
     def as_dict(self) -> dict[str, Any]:
         return {"finished_at": self.finished_at, "stages": dict(self.stages),
-                "spark_jobs": self.spark_jobs, "duration_s": self.duration_s}
+                "spark_jobs": self.spark_jobs, "planning_s": self.planning_s,
+                "duration_s": self.duration_s}
 
 
 @dataclass(frozen=True)
