@@ -27,8 +27,7 @@ from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
 from .facts import Facts
-from .keyed.identity_facts import group_slot
-from .keyed.layout import FIRST, ID, slot_count
+from .keyed.layout import FIRST, ID, group_slot, slot_count
 
 # a (group, identity), and its successes' order
 _RUN = ["group_id", *ID]

@@ -18,9 +18,10 @@ with no other shuffle or sort:
 * per key, the identities in seq order: seq_gap's range and each identity's predecessor
   (routed_rows.py);
 * **the states' rows** (routed_rows.py): per judged identity one pair per group
-  consuming its topic, and the successful processings, by key as they are:
-  delivery_states.py counts them per (group, identity) (a hash aggregation and a hash
-  join) with no exchange or sort of their own.
+  consuming its topic, with the group's successful processings of it counted and the
+  first found (identity_facts.successes_by_slot: an aggregation by identity in the
+  leaf's order, merge joined), by key as they are: delivery_states.py decides the states
+  with no exchange or sort of their own.
 
 Transactions (contract §9, transactions.py): broker rows carry their outcome; an aborted
 row judges its identity (rule 25) and may be a zombie write, but it is no copy (rule 22),

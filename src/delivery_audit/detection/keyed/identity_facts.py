@@ -21,6 +21,7 @@ from .layout import (
     MASK_BITS,
     SEND,
     TPO,
+    group_slot,
     group_slots,
     mask_count,
     slot_count,
@@ -63,16 +64,6 @@ def _reach_bits(facts: Facts, chunk: int) -> X:
             cond = S.col("topic") == t
             case = S.when(cond, value) if case is None else case.when(cond, value)
     return S.lit(0).cast("bigint") if case is None else case.otherwise(S.lit(0).cast("bigint"))
-
-
-def group_slot(facts: Facts) -> X:
-    """A row's group slot among the groups of its topic (group_slots), null for none."""
-    pairs = [(t, g, i) for t, slots in group_slots(facts).items() for g, i in slots]
-    case = None
-    for t, g, i in pairs:
-        cond = (S.col("topic") == t) & (S.col("group_id") == g)
-        case = S.when(cond, S.lit(i)) if case is None else case.when(cond, S.lit(i))
-    return S.lit(None).cast("int") if case is None else case
 
 
 def successes_by_slot(successes: DataFrame, facts: Facts) -> DataFrame:

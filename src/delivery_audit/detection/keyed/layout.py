@@ -7,6 +7,8 @@ in the pass's partitioning (delivery_states.py)."""
 
 from __future__ import annotations
 
+from ... import sqlexpr as S
+from ...sqlexpr import X
 from .. import routes
 from ..evidence import ANOMALY_TYPE
 from ..facts import Facts
@@ -46,11 +48,21 @@ def group_slots(facts: Facts) -> dict[str, list[tuple[str, int]]]:
             for t in facts.consumed_topics()}
 
 
+def group_slot(facts: Facts) -> X:
+    """A row's slot among the groups of its topic (by its topic and group_id; null for a
+    group that consumes no topic of the audit's)."""
+    case = None
+    for t, slots in group_slots(facts).items():
+        for g, i in slots:
+            cond = (S.col("topic") == t) & (S.col("group_id") == g)
+            case = S.when(cond, S.lit(i)) if case is None else case.when(cond, S.lit(i))
+    return S.lit(None).cast("int") if case is None else case
+
+
 def slot_count(facts: Facts) -> int:
-    """The most groups consuming one topic (a pair's slot in the identity's figures)."""
+    """The most groups consuming one topic: the slots a pair's figures may take."""
     return max((len(v) for v in group_slots(facts).values()), default=0)
 
 
 def mask_count(facts: Facts) -> int:
-    widest = max((len(v) for v in group_slots(facts).values()), default=0)
-    return max(1, -(-widest // MASK_BITS))
+    return max(1, -(-slot_count(facts) // MASK_BITS))

@@ -23,7 +23,7 @@ from .layout import (
     SEND,
     SUCCESS,
     TPO,
-    group_slots,
+    group_slot,
 )
 
 _KEY_PARTS = {"key_null": S.col("key").isNull(), "key_v": S.coalesce(S.col("key"), S.lit(""))}
@@ -99,17 +99,10 @@ def _ledger_given(key_null: X, key_v: X, seq: X) -> dict[str, X]:
 
 
 def _mark_bits(facts: Facts) -> tuple[X, X]:
-    """A ``skipped`` row's (mask column, bit) for its (topic, group)."""
-    chunk, bit = S.lit(None).cast("int"), S.lit(None).cast("bigint")
-    pairs = [(t, g, i) for t, slots in group_slots(facts).items() for g, i in slots]
-    if pairs:
-        cond = [(S.col("topic") == t) & (S.col("group_id") == g) for t, g, _ in pairs]
-        chunk = S.when(cond[0], S.lit(pairs[0][2] // MASK_BITS))
-        bit = S.when(cond[0], S.lit(1 << (pairs[0][2] % MASK_BITS)).cast("bigint"))
-        for c, (_, _, i) in zip(cond[1:], pairs[1:], strict=True):
-            chunk = chunk.when(c, S.lit(i // MASK_BITS))
-            bit = bit.when(c, S.lit(1 << (i % MASK_BITS)).cast("bigint"))
-    return chunk, bit
+    """A ``skipped`` row's (mask column, bit) for its (topic, group): its group slot's."""
+    slot = group_slot(facts)
+    return (S.raw(f"({slot.sql}) DIV {MASK_BITS}").cast("int"),
+            S.fn("shiftleft", S.lit(1).cast("bigint"), S.raw(f"({slot.sql}) % {MASK_BITS}")))
 
 
 def ledger_rows(ledger: DataFrame, broker: DataFrame, facts: Facts) -> DataFrame:
