@@ -9,7 +9,8 @@ plans are built in Python (each DataFrame step is analysed as it is made) and th
 of lazily checkpointed subtrees, which happens when the checkpoint is declared; both fall
 in the stage's seconds instead.
 
-Classic sessions only (a Spark Connect client has no status store: None).
+Classic sessions only: a Spark Connect client has no status store (spark.JobCounter
+gives None there).
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ from pyspark.sql import SparkSession
 RECENT_EXECUTIONS = 200
 
 
-def planning_seconds(spark: SparkSession, job_ids: Iterable[int]) -> float | None:
+def planning_seconds(spark: SparkSession, job_ids: Iterable[int]) -> float:
     """Seconds from each SQL execution's start to its first job, summed over the
-    executions that ran any of ``job_ids``; None under Spark Connect."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        return None
+    executions of a classic session that ran any of ``job_ids``."""
     ids = {int(j) for j in job_ids}
     if not ids:
         return 0.0
