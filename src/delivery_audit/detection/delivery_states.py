@@ -27,11 +27,11 @@ from ..sqlexpr import UPTO, X
 from . import consumer, routes
 from .evidence import KEY, anomaly_struct
 from .facts import Facts
-from .keyed.layout import FIRST, ID, group_slot, slot_count
+from .keyed.layout import FIRST, ID, SUCCESS_ORDER, group_slot, slot_count, success_struct
 
 # a (group, identity), and its successes' order
 _RUN = ["group_id", *ID]
-_ORDER = ["started_ts", "finished_ts", "partition", "offset", "member_id"]
+_ORDER = list(SUCCESS_ORDER)
 
 
 def extra_successes(successes: DataFrame, ids: DataFrame, facts: Facts) -> DataFrame:
@@ -49,11 +49,10 @@ def extra_successes(successes: DataFrame, ids: DataFrame, facts: Facts) -> DataF
                              for i in range(slots)])
     mine = S.fn("element_at", counts, S.raw("_slot + 1"))
     twice = S.select(rows, "*", mine.alias("_k")).filter(F.col("_k") >= 2)
-    first = S.struct(member_id=S.col("member_id"), partition=S.col("partition"),
-                     offset=S.col("offset"), started_ts=S.col("started_ts"))
     ranked = S.select(twice, *successes.columns,
                       S.over("row_number()", _RUN, _ORDER).alias("n"),
-                      S.over(f"first({first.sql})", _RUN, _ORDER, UPTO).alias("first"))
+                      S.over(f"first({success_struct().sql})", _RUN, _ORDER, UPTO)
+                      .alias("first"))
     judged = ids.filter(F.col("judged")).select(*ID)
     return judged.join(ranked.hint("shuffle_hash"), on=ID, how="inner")
 

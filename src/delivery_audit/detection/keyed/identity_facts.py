@@ -25,6 +25,7 @@ from .layout import (
     group_slots,
     mask_count,
     slot_count,
+    success_struct,
 )
 
 
@@ -71,10 +72,8 @@ def successes_by_slot(successes: DataFrame, facts: Facts) -> DataFrame:
     (``_k{i}``) and the first of them by start, finish, partition, offset and member
     (``_first{i}``). One sort-based aggregation by identity over rows already in that order
     (``successes``: leaves.success_rows): no exchange, no sort."""
-    first = S.struct(started_ts=S.col("started_ts"), finished_ts=S.col("finished_ts"),
-                     partition=S.col("partition"), offset=S.col("offset"),
-                     member_id=S.col("member_id"))
-    rows = S.select(successes, *ID, group_slot(facts).alias("_slot"), first.alias("_s"))
+    rows = S.select(successes, *ID, group_slot(facts).alias("_slot"),
+                    success_struct().alias("_s"))
     aggs = []
     for i in range(slot_count(facts)):
         aggs += [F.expr(f"count(IF(_slot = {i}, 1, NULL))").alias(f"_k{i}"),

@@ -25,8 +25,11 @@ L = routes.Kind("l", "group_id:string,member_id:string,topic:string,partition:in
                 "offset:bigint,key_null:boolean,key_v:string,seq:bigint,"
                 "started_ts:timestamp,finished_ts:timestamp,outcome:string,"
                 "resolved:boolean,judged:boolean,copy_ts:timestamp")
-# a group's first successful processing of an identity
-FIRST = "struct<member_id:string,partition:int,offset:bigint,started_ts:timestamp>"
+# a successful processing's order (processing order), and the first of a group's successes
+# of an identity as a struct of those fields in that order (its minimum is the first)
+SUCCESS_ORDER = ("started_ts", "finished_ts", "partition", "offset", "member_id")
+FIRST = ("struct<started_ts:timestamp,finished_ts:timestamp,partition:int,offset:bigint,"
+         "member_id:string>")
 # a (group, identity) pair's row: its identity's figures, whether the group went past every
 # copy (rule 12), its successful processings k and the first of them (delivery_states.py)
 PAIR = (("group_id", "string"), ("topic", "string"), ("key_null", "boolean"),
@@ -46,6 +49,11 @@ def group_slots(facts: Facts) -> dict[str, list[tuple[str, int]]]:
     """Per consumed topic, its groups with their index (a pair's bit in the masks)."""
     return {t: [(g, i) for i, g in enumerate(facts.groups_of(t))]
             for t in facts.consumed_topics()}
+
+
+def success_struct() -> X:
+    """A success's :data:`SUCCESS_ORDER` fields as a struct (of type :data:`FIRST`)."""
+    return S.struct(**{c: S.col(c) for c in SUCCESS_ORDER})
 
 
 def group_slot(facts: Facts) -> X:

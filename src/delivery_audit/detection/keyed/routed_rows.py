@@ -38,11 +38,6 @@ def _pair_row(df: DataFrame, given: dict[str, X]) -> DataFrame:
     return S.select(df, *[given[name].cast(dtype).alias(name) for name, dtype in PAIR])
 
 
-_FIRST = ("IF(_first{i} IS NULL, NULL, named_struct('member_id', _first{i}.member_id, "
-          "'partition', _first{i}.partition, 'offset', _first{i}.offset, "
-          "'started_ts', _first{i}.started_ts))")
-
-
 def pair_rows(ids: DataFrame, successes: DataFrame, facts: Facts) -> DataFrame:
     """A judged identity's (group, identity) pairs: one per group consuming its topic
     (rule 9), with its figures, whether the group went past every copy (rule 12), and the
@@ -56,7 +51,7 @@ def pair_rows(ids: DataFrame, successes: DataFrame, facts: Facts) -> DataFrame:
             g=S.lit(g),
             past=S.raw(f"coalesce(shiftright(past_all{i // MASK_BITS}, {i % MASK_BITS}) & 1 "
                        "= 1, false)"),
-            k=S.raw(f"coalesce(_k{i}, 0L)"), first=S.raw(_FIRST.format(i=i)).cast(FIRST))
+            k=S.raw(f"coalesce(_k{i}, 0L)"), first=S.col(f"_first{i}"))
             for g, i in slots])
         case = S.when(S.col("topic") == t, value) if case is None\
             else case.when(S.col("topic") == t, value)
