@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -197,6 +198,11 @@ def _inputs_summary(ingested: dict[str, Ingested]) -> dict[str, Any]:
     }
 
 
+def suite_metrics(ingested: dict[str, Ingested]) -> dict[str, dict[str, Any]]:
+    """Per source, the figures its input suite validates (quality.validate_inputs)."""
+    return {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
+
+
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n",
@@ -259,7 +265,6 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         got["insights_e2e_latency"] = written.e2e
         got["rebalance_stats"] = written.processing
         got["rebalance_handovers"] = written.handovers
-        input_metrics = {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
         rows = [{**r, "units": int(r["units"])} for r in got["anomalies"]]
     parts = ReportParts(
         run=RunInfo(run_id, iso_z(started), __version__, spark.version, session_kind(spark)),
@@ -283,7 +288,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
                 (epoch_ms(req.window.start), epoch_ms(req.window.end))),
             sla_ms={g: config.sla_ms(g) for g in facts.group_ids}),
     )
-    return Reconciled(parts, written, anomalies, ingested, frames, facts, input_metrics, got)
+    return Reconciled(parts, written, anomalies, ingested, frames, facts,
+                      suite_metrics(ingested), got)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -299,11 +305,16 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)
-    # transform
-    rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started, offsets)
-    with stages.stage("validate_inputs"):
-        input_validation = validate_inputs(rec.input_metrics, req.window, config,
-                                           topics=req.topics or None)
+    # transform, while the input suites (GX on the collected metrics, Python on the driver,
+    # no Spark job) validate the inputs in a thread: their seconds overlap detection's job
+    # ("validate_inputs" times only the wait for them after it)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="validate-inputs") as pool:
+        validating = pool.submit(validate_inputs, suite_metrics(ingested), req.window, config,
+                                 topics=req.topics or None)
+        rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started,
+                        offsets)
+        with stages.stage("validate_inputs"):
+            input_validation = validating.result()
     write_results(input_validation, staging / "validation" / "inputs.json")
     invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
     if invalid and config.on_invalid_input == "fail":  # before anything is published

@@ -27,6 +27,7 @@ shipped by value (:func:`sweep`), so a worker imports neither pyspark.sql nor th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import compress, repeat
 
 import numpy as np
 import pyarrow as pa
@@ -69,9 +70,9 @@ class _Carry:
         self.max_end = _NONE
         self.member: str | None = None
         self.end = _NONE
-        # per key of the partition (key_null, key_v): the highest offset of its first
+        # per key of the partition (its text; None: the null key): the highest offset of its first
         # successful processings so far (process_reorder's running maximum)
-        self.seen: dict[tuple[bool, str], int] = {}
+        self.seen: dict[str | None, int] = {}
 
 
 def _segmented_max_before(groups: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
@@ -93,9 +94,11 @@ def _max_seen(tbl: pa.Table, keep: int, seg: np.ndarray, continues: bool,
               carry: _Carry) -> np.ndarray:
     """Per kept row, the highest offset of a first successful processing of its key before
     it in its partition (process_reorder, rule 16); ``carry.seen`` then holds the last
-    partition's keys."""
+    partition's keys. Per batch, only C loops touch its keys (the dictionary's, a map of
+    ``dict.get``, ``dict.update``): no Python statement per key."""
     key_v = pc.dictionary_encode(tbl.column("key_v").slice(0, keep)).combine_chunks()
-    names = key_v.dictionary.to_pylist()
+    text = key_v.dictionary.to_numpy(zero_copy_only=False)  # Python strings, made in C
+    width = max(len(text), 1)
     code = key_v.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     null = pc.fill_null(tbl.column("key_null").slice(0, keep), False).to_numpy(
         zero_copy_only=False).astype(np.int64)
@@ -103,15 +106,23 @@ def _max_seen(tbl: pa.Table, keep: int, seg: np.ndarray, continues: bool,
         zero_copy_only=False)
     offset = pc.fill_null(tbl.column("offset").slice(0, keep), _NONE).to_numpy(
         zero_copy_only=False)
-    key_id = (seg[:keep] * (len(names) + 1) + code) * 2 + null  # (partition, key) ids
-    keys, group = np.unique(key_id, return_inverse=True)
+    # (partition, key) ids: the key's text and whether it is the null key
+    keys, group = np.unique((seg[:keep] * width + code) * 2 + null, return_inverse=True)
     order = np.argsort(group, kind="stable")
     before, upto = _segmented_max_before(group[order], np.where(first, offset, _NONE)[order])
-    key_of = [(bool(k & 1), names[(k >> 1) % (len(names) + 1)]) for k in keys.tolist()]
-    segment = (keys >> 1) // (len(names) + 1)
+    segment = (keys >> 1) // width  # ascending, as keys are
+
+    def texts(lo: int, hi: int) -> np.ndarray:  # the keys' texts; None: the null key
+        part = keys[lo:hi]
+        out = text[(part >> 1) % width]
+        out[(part & 1).astype(bool)] = None
+        return out
+
     if continues and carry.seen:  # the first partition goes on from the carried keys
-        carried = np.array([carry.seen.get(key_of[i], _NONE) if segment[i] == 0 else _NONE
-                            for i in range(len(keys))], dtype=np.int64)
+        n0 = int(np.searchsorted(segment, 1))
+        carried = np.full(len(keys), _NONE, dtype=np.int64)
+        carried[:n0] = np.fromiter(map(carry.seen.get, texts(0, n0), repeat(_NONE)),
+                                   dtype=np.int64, count=n0)
         before = np.maximum(before, carried[group[order]])
         upto = np.maximum(upto, carried[group[order]])
     out = np.empty(keep, dtype=np.int64)
@@ -121,9 +132,11 @@ def _max_seen(tbl: pa.Table, keep: int, seg: np.ndarray, continues: bool,
     if not (continues and last == 0):
         carry.seen = {}
     ends = np.append(group[order][1:] != group[order][:-1], True)
-    for i, value in zip(group[order][ends].tolist(), upto[ends].tolist(), strict=True):
-        if segment[i] == last and value != _NONE:
-            carry.seen[key_of[i]] = value
+    lo = int(np.searchsorted(segment, last))
+    highest = upto[ends][lo:]
+    found = highest != _NONE
+    carry.seen.update(zip(compress(texts(lo, len(keys)), found.tolist()),
+                          highest[found].tolist(), strict=True))
     return out
 
 
