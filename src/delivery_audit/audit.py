@@ -22,7 +22,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -177,7 +178,7 @@ def extract(spark: SparkSession, req: AuditRequest, stages: Stages,
                     for source in SOURCES}
     tune_for_input(spark, sum(r.bytes for r in resolved.values() if r))
     with stages.stage("ingest"):
-        out = ingest_all(spark, resolved, req.window, req.config, work)
+        out = ingest_all(spark, resolved, req.window, req.config, work, defer_metrics=True)
     tune_for_staged(spark, sum(i.staged_bytes for i in out.sources.values()))
     return out
 
@@ -241,10 +242,12 @@ def state_rows(written: Any, facts: Any) -> list[dict[str, Any]]:
 
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
               ingestion: Ingestion, frames: dict[str, DataFrame], run_id: str,
-              started: datetime, offsets: OffsetsFile | None = None) -> Reconciled:
+              started: datetime, offsets: OffsetsFile | None = None,
+              on_planned: Callable[[], object] | None = None) -> Reconciled:
     """Detect every anomaly and state, with the report's small tables (counts, insights,
     rebalance events) in the same Spark job: the report's first parts (``offsets``: a live
-    read's offsets file, rule 26)."""
+    read's offsets file, rule 26). ``on_planned`` is called once the plan is built in
+    Python, as its job starts (work for another thread: the driver's Python is idle then)."""
     config = req.audited_config
     ingested = ingestion.sources
     until = req.window.read_until
@@ -256,6 +259,8 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
         tables = {"anomalies": anomaly_count_table(detection.anomalies),
                   **rebalance_event_tables(events, list(facts.group_ids)),
                   **insight_tables(detection.anomalies, {"events": events}, req.window)}
+        if on_planned is not None:
+            on_planned()
         written = detection.write_anomalies(str(staging / "anomalies"), tables,
                                             evidence=staging / "evidence")
     anomalies = spark.read.schema(ANOMALY_SCHEMA).parquet(str(staging / "anomalies"))
@@ -308,13 +313,26 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     # transform, while the input suites (GX on the collected metrics, Python on the driver,
     # no Spark job) validate the inputs in a thread: their seconds overlap detection's job
     # ("validate_inputs" times only the wait for them after it)
+    # (started once detection's plan is built: GX's Python would slow the building's),
+    # after the metrics of the sources that lost rule 5's later copies (a Spark job of its
+    # own, beside detection's)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="validate-inputs") as pool:
-        validating = pool.submit(validate_inputs, suite_metrics(ingested), req.window, config,
-                                 topics=req.topics or None)
+        validating: list[Future] = []
+
+        def inputs() -> dict[str, Any]:
+            ingestion.finish_metrics(req.window, config)
+            return validate_inputs(suite_metrics(ingested), req.window, config,
+                                   topics=req.topics or None)
+
+        def validate() -> None:
+            validating.append(pool.submit(sessions.in_thread(spark, inputs)))
+
         rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started,
-                        offsets)
+                        offsets, on_planned=validate)
         with stages.stage("validate_inputs"):
-            input_validation = validating.result()
+            if not validating:
+                validate()
+            input_validation = validating[0].result()
     write_results(input_validation, staging / "validation" / "inputs.json")
     invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))
     if invalid and config.on_invalid_input == "fail":  # before anything is published

@@ -351,6 +351,33 @@ class JobCounter:
         self._sc.setLocalProperty("spark.job.description", None)
 
 
+# the local properties a job of another thread takes from the thread that started it
+_THREAD_PROPERTIES = ("spark.jobGroup.id", "spark.job.description",
+                      "spark.job.interruptOnCancel", "spark.scheduler.pool")
+
+
+def in_thread(spark: SparkSession, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` for another Python thread, its Spark jobs in this thread's job group and
+    description (a classic session's local properties) or with its tags (Spark Connect),
+    as taken now (Spark keeps both per thread)."""
+    if is_connect(spark):
+        tags = spark.getTags()
+
+        def tagged() -> Any:
+            for tag in tags:
+                spark.addTag(tag)
+            return fn()
+        return tagged
+    sc = spark.sparkContext
+    properties = {k: sc.getLocalProperty(k) for k in _THREAD_PROPERTIES}
+
+    def labelled() -> Any:
+        for k, v in properties.items():
+            sc.setLocalProperty(k, v)  # type: ignore[arg-type]
+        return fn()
+    return labelled
+
+
 JOB_LABEL = "audit: "  # Spark job descriptions: "audit: detect", "audit: ingest", …
 
 

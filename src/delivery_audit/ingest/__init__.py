@@ -20,21 +20,19 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
 from ..detection.facts import fact_tallies
-from ..quality import metric_aggregates, metric_names, metric_tally
+from ..quality import metric_names, metric_tally
 from ..schemas import FIELDS, QUARANTINE_SCHEMA, canonical_schema
 from ..spark import local_frame, tune_for_staged
 from ..tally import Tally, collect_tallies, one
@@ -44,7 +42,6 @@ from .pruning import Bounds
 from .staging import (
     STATUSES,
     Staged,
-    canonical_leaf,
     read_staged,
     stage_sources,
     staged_size,
@@ -177,20 +174,38 @@ def _with_values(spark: SparkSession, df: DataFrame, column: str, values: list[i
 @dataclass
 class Ingestion:
     """Every source ingested, and what detection needs to know of the whole input
-    (detection.facts: its tables, collected in ingestion's one action)."""
+    (detection.facts: its tables, collected in ingestion's one action). ``pending``: the
+    sources whose valid rows lost rule 5's later copies, their metrics still those of every
+    valid row until :meth:`finish_metrics` (one Spark job for all of them)."""
 
     sources: dict[str, Ingested]
     facts: dict[str, list[dict]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+
+    def finish_metrics(self, window: AuditWindow, config: AuditConfig) -> None:
+        """The metrics of the ``pending`` sources' valid rows, without the later copies:
+        one Spark job (a scan of each such source's valid rows and one aggregation)."""
+        if not self.pending:
+            return
+        got = collect_tallies([metric_tally(s, self.sources[s].valid, window, config)
+                               for s in self.pending])
+        for s in self.pending:
+            self.sources[s].metrics.update(got[f"{s}:metrics"][0])
+        self.pending = set()
 
 
 def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
-               window: AuditWindow, config: AuditConfig, work: Path) -> Ingestion:
+               window: AuditWindow, config: AuditConfig, work: Path,
+               defer_metrics: bool = False) -> Ingestion:
     """Every source staged (one scan each), then one Spark action for the accounting of all
     of them, the input metrics of the GX suites and detection's facts (tallies of one
     aggregation); rule-5 duplicates, when a fingerprint repeats, cost one more small action
-    and one job that writes the valid rows of the sources holding them again, without their
-    later copies, observing their metrics on the way. Returns each source's valid rows (a
-    Parquet leaf below ``work``), its quarantine and its counts."""
+    (the rows of the repeated fingerprints); the valid rows of the sources holding later
+    copies leave them out as they are read (a filter by row id: no rewrite), and their
+    metrics are computed again without them: in one more job, at once, or with
+    ``defer_metrics`` when the caller calls :meth:`Ingestion.finish_metrics` (the audit:
+    in a thread, while detection's job runs). Returns each source's valid rows (a Parquet
+    leaf below ``work``), its quarantine and its counts."""
     out: dict[str, Ingested] = {}
     to_stage: dict[str, ResolvedInput] = {}
     for source, r in resolved.items():
@@ -233,7 +248,7 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
                 "_rid", "_status", "topic")
         suspects.update(collect_all(probe))
 
-    kept: dict[str, DataFrame] = {}  # valid rows without their later copies (rule 5)
+    pending: set[str] = set()  # sources whose valid rows lost later copies (rule 5)
     for s, st in staged.items():
         splits_rows = got[f"{s}:splits"]
         splits = _Splits.of(splits_rows)
@@ -263,8 +278,9 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         valid = status_leaf(spark, st, "valid")
         if moved["valid"]:
             rids = [r["_rid"] for r in later if r["_status"] == "valid"]
-            kept[s] = _with_values(spark, frames[s].filter(is_valid), "_rid", rids,
-                                   keep=False)
+            valid = _with_values(spark, status_leaf(spark, st, "valid", ("_rid",)), "_rid",
+                                 rids, keep=False).drop("_rid")
+            pending.add(s)
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic,
@@ -272,29 +288,11 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         r = st.resolved
         out[s] = Ingested(s, valid, quarantine, counts, r.origins, r.bytes, r.pruned,
                           staged_bytes, metrics)
-    if kept:
-        for s, (valid, metrics) in _rewrite_valid(spark, kept, window, config, work).items():
-            out[s].valid = valid
-            out[s].metrics.update(metrics)
-    return Ingestion(out, {k: v for k, v in got.items() if k.startswith("facts:")})
-
-
-def _rewrite_valid(spark: SparkSession, kept: dict[str, DataFrame], window: AuditWindow,
-                   config: AuditConfig, work: Path) -> dict[str, tuple[DataFrame, dict]]:
-    """The valid leaves of the sources with later copies (rule 5), written again without
-    them in ONE job (partitioned by source) that also observes their metrics (the copies
-    left out): per source, its new leaf and its metric row."""
-    observed = {s: Observation(f"valid-{s}-{uuid.uuid4().hex[:8]}") for s in kept}
-    parts = [df.observe(observed[s], *metric_aggregates(s, window, config))
-             .select(*[F.col(f.name) for f in FIELDS[s]], F.lit(s).alias("_source"))
-             for s, df in kept.items()]
-    root = work / "valid"
-    (reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-     .write.mode("overwrite").partitionBy("_source").parquet(str(root)))
-    out: dict[str, tuple[DataFrame, dict]] = {}
-    for s in kept:
-        out[s] = (canonical_leaf(spark, root / f"_source={s}", s), dict(observed[s].get))
-    return out
+    ingestion = Ingestion(out, {k: v for k, v in got.items() if k.startswith("facts:")},
+                          pending)
+    if not defer_metrics:
+        ingestion.finish_metrics(window, config)
+    return ingestion
 
 
 def ingest(spark: SparkSession, resolved: ResolvedInput, window: AuditWindow,
