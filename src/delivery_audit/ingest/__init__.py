@@ -28,6 +28,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .. import sqlexpr as S
 from ..collect import collect_all
 from ..config import AuditConfig
 from ..core.window import AuditWindow
@@ -152,8 +153,16 @@ def _quarantine_frame(st: Staged, staged: DataFrame, splits: _Splits,
 
 
 def _lookup(mapping: dict) -> Column:
-    """A small dict as a Spark map literal."""
-    return F.create_map(*[x for k, v in mapping.items() for x in (F.lit(k), F.lit(v))])
+    """A dict (keys and values strings or ints) as a Spark map literal, given as SQL text:
+    one call into the JVM however many entries (a ``create_map`` of ``lit`` columns made
+    four per entry: rule 5's later copies of a 10M day, tens of thousands)."""
+    def ddl(v: Any) -> str:
+        return "string" if isinstance(v, str) else "bigint"
+
+    if not mapping:
+        return F.lit(None).cast("map<string,string>")
+    k, v = next(iter(mapping.items()))
+    return S.column(S.map_literal(list(mapping.items()), f"map<{ddl(k)},{ddl(v)}>"))
 
 
 # up to this many values a filter names them (pushed down to Parquet, no broadcast job);
@@ -164,8 +173,10 @@ _LITERAL_VALUES = 10_000
 def _with_values(spark: SparkSession, df: DataFrame, column: str, values: list[int],
                  keep: bool) -> DataFrame:
     """The rows of ``df`` whose long ``column`` is (``keep``) or is not among ``values``."""
-    if len(values) <= _LITERAL_VALUES:
-        hit = F.col(column).isin(values)
+    if not values:
+        return df if not keep else df.filter(F.lit(False))
+    if len(values) <= _LITERAL_VALUES:  # as SQL text: one call into the JVM, not one per value
+        hit = F.expr(f"`{column}` IN ({', '.join(str(int(v)) for v in values)})")
         return df.filter(hit if keep else ~hit)
     table = local_frame(spark, [(v,) for v in values], f"{column} long")
     return df.join(F.broadcast(table), on=column, how="left_semi" if keep else "left_anti")
