@@ -224,3 +224,30 @@ def test_leave_evidence_reads_only_the_leavers_lookback(spark, monkeypatch):
     assert [(r["l_member"], r["attempts"], r["max_gap"]) for r in got[256]] == [
         ("m1", 4, 60_000), ("m2", 3, 60_000), ("m1", 3, 60_000)]
     assert got[0] == got[256]
+
+
+def test_a_batch_slides_over_a_run_longer_than_max_poll_records(spark):
+    """``batch_span``: the longest span of up to max.poll.records back-to-back attempts, a
+    window that slides along a busy run longer than that (the attempt mpr − 1 back, or
+    the run's first)."""
+    from datetime import UTC, datetime, timedelta
+
+    from delivery_audit.rebalance import diagnosis
+
+    t0 = datetime(2026, 11, 19, 10, 0, tzinfo=UTC)
+    # one busy run (no pause over 1 s): starts 0, 1, 2, 3.5, 4 s, each 0.9 s long
+    rows = [("g", "m1", t0 + timedelta(seconds=s), t0 + timedelta(seconds=s + 0.9))
+            for s in (0, 1, 2, 3.5, 4)]
+    ledger = spark.createDataFrame(
+        rows, "group_id string, member_id string, started_ts timestamp, finished_ts timestamp")
+    leave_ms = int((t0 + timedelta(seconds=10)).timestamp() * 1000)
+    got = {}
+    for mpr in (2, 10):
+        settings = {"g": {"max.poll.interval.ms": 60_000, "session.timeout.ms": 60_000,
+                          "max.poll.records": mpr}}
+        [r] = diagnosis.leave_evidence(ledger, [("g", "m1", leave_ms)], settings).collect()
+        got[mpr] = (r["batch_span"], r["batch_n"], r["attempts"])
+    # mpr 2: the pairs span 1.9, 1.9, 2.4 (starts 2 → end 4.4), 1.4 s: the widest, 2 attempts
+    assert got[2] == (2_400, 2, 5)
+    # mpr 10: the whole run, 0 → 4.9 s
+    assert got[10] == (4_900, 5, 5)

@@ -39,12 +39,18 @@ def leave_evidence(ledger: DataFrame, leaves: list[tuple[str, str, int]],
     j = j.withColumn("_run", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, 0)))
     end = F.coalesce(F.col("f"), F.col("s"))
     # the span of up to max.poll.records back-to-back attempts ending at this one: from the
-    # start of attempt k - mpr + 1 of the same busy run (k is dense within a run)
+    # start of attempt k0 = max(1, k - mpr + 1) of the same busy run (k is dense within a
+    # run): mpr - 1 attempts back in the run (a lag per max.poll.records of the groups),
+    # or the run's first (no self join: at 10M messages it scanned the ledger twice)
     run_w = Window.partitionBy(*key, "_run").orderBy("i")
-    j = j.select("*", F.row_number().over(run_w).alias("k"))
-    starts = j.select(*key, "_run", F.col("k").alias("k0"), F.col("s").alias("s0"))
-    j = j.withColumn("k0", F.greatest(F.lit(1), F.col("k") - F.col("l_mpr") + 1)).join(
-        starts.hint("merge"), on=[*key, "_run", "k0"], how="left")
+    back: Column | None = None
+    for mpr in sorted({b[4] for b in bounds}):
+        earlier = F.lag("s", mpr - 1).over(run_w) if mpr > 1 else F.col("s")
+        back = (F.when(F.col("l_mpr") == mpr, earlier) if back is None
+                else back.when(F.col("l_mpr") == mpr, earlier))
+    j = j.select("*", F.row_number().over(run_w).alias("k"),
+                 F.coalesce(back, F.first("s").over(run_w)).alias("s0"))
+    j = j.withColumn("k0", F.greatest(F.lit(1), F.col("k") - F.col("l_mpr") + 1))
     first_of_batch = F.col("s0")
     return (
         j.groupBy(*key)
