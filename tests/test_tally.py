@@ -85,3 +85,46 @@ def test_a_narrow_tally_equals_the_shared_aggregation_in_the_same_job(spark):
     assert got["none"] == [{"n": 0}]
     assert {k: sorted(v, key=str) for k, v in got.items()} == {
         k: sorted(v, key=str) for k, v in want.items()}
+
+
+def test_one_aggregation_per_frame_or_per_where_give_the_same_tables(spark):
+    """A small input (one shuffle partition) puts a frame's tables in one aggregation, a
+    large one in one per ``where``: the same rows either way, and one Spark job."""
+    df = _frame(spark)
+    other = spark.createDataFrame([("g", 5), ("g", 6), ("h", 1)], "group_id string, offset bigint")
+
+    def tallies() -> list[Tally]:
+        return [
+            Tally("split", df, keys={"topic": F.col("topic")}, sums={"n": one()},
+                  mins={"lo": F.col("offset")}),
+            Tally("ranges", df, F.col("tag").isNotNull(), keys={"topic": F.col("topic")},
+                  int_keys={"partition": F.col("partition")}, maxs={"hi": F.col("offset")}),
+            Tally("tags", df, F.col("offset") > 5, keys={"tag": F.col("tag")}, sums={"n": one()}),
+            Tally("big", df, F.col("offset") > 5, keys={"tag": F.col("tag")},
+                  sums={"n": one()}, at_least=("n", 2)),
+            Tally("metrics", df, F.col("offset").isNotNull(), sums={"rows": one()},
+                  maxs={"hi": F.col("offset")}),
+            Tally("none", df, F.lit(False), keys={"tag": F.col("tag")}, sums={"n": one()}),
+            Tally("groups", other, keys={"group_id": F.col("group_id")}, sums={"n": one()},
+                  at_least=("n", 2), narrow=True),
+        ]
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    got = {}
+    try:
+        for n in ("1", "3"):
+            spark.conf.set("spark.sql.shuffle.partitions", n)
+            got[n], jobs = spark_jobs(spark, lambda: collect_tallies(tallies()))
+            assert jobs == 1, n
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    rows = {n: {k: sorted(v, key=str) for k, v in t.items()} for n, t in got.items()}
+    assert rows["1"] == rows["3"]
+    assert rows["1"]["ranges"] == [{"topic": "a", "partition": 1, "hi": 10},
+                                   {"topic": "a", "partition": 2, "hi": 7},
+                                   {"topic": "b", "partition": 1, "hi": 3}]
+    assert rows["1"]["split"] == [{"topic": "a", "n": 3, "lo": 7}, {"topic": "b", "n": 2, "lo": 3}]
+    assert rows["1"]["big"] == [{"tag": "x", "n": 2}]
+    assert rows["1"]["metrics"] == [{"rows": 4, "hi": 12}]
+    assert rows["1"]["none"] == []
+    assert rows["1"]["groups"] == [{"group_id": "g", "n": 2}]

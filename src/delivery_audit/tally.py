@@ -2,15 +2,17 @@
 and maxima per group of rows; :func:`collect_tallies` computes any number of them in ONE
 Spark job.
 
-How: the tallies of one frame that count the same rows (the same ``where``) share one typed
-aggregation, grouped by the union of their keys (each masked by that ``where``: the rows
-it leaves out fall in one group of nulls, counted in none of them); a tally without keys
-joins the frame's aggregation of all its rows (its own ``where`` masks its values); a
-``narrow`` tally (about one group per row: rule 5's fingerprints) is aggregated on its own,
-its HAVING applied in Spark. The aggregations' few rows are unioned into one collect, and
-the driver rolls each tally up from its aggregation's groups (a sum of sums, a minimum of
-minima). Ingestion's accounting, the input metrics and detection's facts are ~20 tables
-over the four sources: per source three or four aggregations of typed columns.
+How: each frame's tallies share typed aggregations, grouped by their keys, each key masked
+by its tally's ``where`` (rows outside it give the key null; a count of the rows in each
+``where`` tells which groups a tally has). A small input (one shuffle partition) puts all
+of a frame's tables in one aggregation (their keys multiply, into few groups: ingestion's
+tally job of a 20k day in 5 aggregations); a large one, one per ``where`` of its keyed
+tables, the keyless ones in the first (their groups add up: a day's splits times its
+partitions would not). A ``narrow`` tally (about one group per row: rule 5's
+fingerprints) is aggregated on its own, its HAVING applied in Spark. The aggregations'
+few rows are unioned into one collect, and the driver rolls each tally up from its
+aggregation's groups (a sum of sums, a minimum of minima). Ingestion's accounting, the
+input metrics and detection's facts are ~20 tables over the four sources.
 
 Measured (1M Parquet day's four sources, the ingestion's tables, warm): 2.5–2.7 s, against
 6.6–7.2 s for the former design: every table's row of each input row as a struct of every
@@ -71,46 +73,49 @@ _SUM, _MIN, _MAX = "s", "m", "x"
 
 
 class _Aggregation:
-    """One typed aggregation of one frame's rows: grouped by its tallies' keys (masked by
-    ``where``: rows outside it form the all-null group, which no tally counts), with every
-    tally's values (masked by the tally's own ``where``) and the count of rows in
-    ``where`` (``_c``: a group without any is no group of its tallies)."""
+    """One typed aggregation of one frame's rows, grouped by its tallies' keys, each key
+    masked by its tally's ``where`` (rows outside it give the key null); with every
+    tally's values masked the same way and, per distinct ``where``, the count of rows in
+    it (a group without any is no group of the keyed tallies of that ``where``)."""
 
-    def __init__(self, frame: DataFrame, where: Column | None, having: tuple | None = None):
-        self.frame, self.where, self.having = frame, where, having
-        self.keys: dict[str, Column] = {}  # string keys, by their expression's text
+    def __init__(self, frame: DataFrame, having: tuple | None = None):
+        self.frame, self.having = frame, having
+        self.keys: dict[str, Column] = {}  # string keys (masked), by their text
         self.int_keys: dict[str, Column] = {}
+        self.present: dict[str, Column] = {}  # per where's text: its rows' count
         self.values: list[tuple[str, Column]] = []  # (kind, aggregated expression)
-        self.members: list[tuple[Tally, list[int], list[int], list[int]]] = []
+        self.members: list[tuple[Tally, list[int], list[int], int | None, list[int]]] = []
 
     def add(self, t: Tally) -> None:
-        def slot(keys: dict[str, Column], c: Column) -> int:
-            keys.setdefault(str(c), c)
-            return list(keys).index(str(c))
+        def masked(c: Column) -> Column:
+            return c if t.where is None else F.when(t.where, c)
 
-        string_slots = [slot(self.keys, c) for c in t.keys.values()]
-        int_slots = [slot(self.int_keys, c) for c in t.int_keys.values()]
+        def slot(table: dict[str, Column], c: Column) -> int:
+            text = str(c)
+            table.setdefault(text, c)
+            return list(table).index(text)
+
+        string_slots = [slot(self.keys, masked(c)) for c in t.keys.values()]
+        int_slots = [slot(self.int_keys, masked(c)) for c in t.int_keys.values()]
+        present = None
+        if t.keys or t.int_keys:  # a keyless tally's one row comes from all groups
+            present = slot(self.present, F.lit(1) if t.where is None
+                           else F.when(t.where, F.lit(1)).otherwise(F.lit(0)))
         value_slots = []
         for kind, values in ((_SUM, t.sums), (_MIN, t.mins), (_MAX, t.maxs)):
             for v in values.values():
                 value_slots.append(len(self.values))
-                self.values.append((kind, v if t.where is None else F.when(t.where, v)))
-        self.members.append((t, string_slots, int_slots, value_slots))
+                self.values.append((kind, masked(v)))
+        self.members.append((t, string_slots, int_slots, present, value_slots))
 
     def rows(self, index: int) -> DataFrame:
         """The aggregation's groups as (``_a`` = index, ``ks``: string keys, ``vs``: int
-        keys, the group's count in ``where``, then the values)."""
-        def masked(c: Column) -> Column:
-            return c if self.where is None else F.when(self.where, c)
-
+        keys, the counts of rows per ``where``, then the values)."""
         agg = {_SUM: F.sum, _MIN: F.min, _MAX: F.max}
-        keys = [masked(c).cast("string").alias(f"k{i}") for i, c in enumerate(self.keys.values())]
-        ints = [masked(c).cast("bigint").alias(f"i{i}")
-                for i, c in enumerate(self.int_keys.values())]
-        present = (F.count(F.lit(1)) if self.where is None
-                   else F.sum(F.when(self.where, F.lit(1)).otherwise(F.lit(0))))
+        keys = [c.cast("string").alias(f"k{i}") for i, c in enumerate(self.keys.values())]
+        ints = [c.cast("bigint").alias(f"i{i}") for i, c in enumerate(self.int_keys.values())]
         grouped = self.frame.groupBy(*keys, *ints).agg(
-            present.cast("bigint").alias("_c"),
+            *[F.sum(c).cast("bigint").alias(f"c{i}") for i, c in enumerate(self.present.values())],
             *[agg[kind](v).cast("bigint").alias(f"v{i}")
               for i, (kind, v) in enumerate(self.values)])
         if self.having is not None:  # a narrow tally: its HAVING before anything leaves Spark
@@ -120,18 +125,19 @@ class _Aggregation:
             F.lit(index).alias("_a"),
             F.array(*[F.col(f"k{i}") for i in range(len(keys))]).cast("array<string>")
             .alias("ks"),
-            F.array(*[F.col(f"i{i}") for i in range(len(ints))], F.col("_c"),
+            F.array(*[F.col(f"i{i}") for i in range(len(ints))],
+                    *[F.col(f"c{i}") for i in range(len(self.present))],
                     *[F.col(f"v{i}") for i in range(len(self.values))]).cast("array<bigint>")
             .alias("vs"))
 
     def roll_up(self, ks: list, vs: list, into: dict[str, dict[tuple, dict[str, Any]]]) -> None:
         """Add one group's figures to each of its tallies' rows (``into``: per tally name,
         per key, the row so far)."""
-        n_ints = len(self.int_keys)
-        if not vs[n_ints]:
-            return  # no row in ``where``: the all-null group of the rows outside it
-        values = vs[n_ints + 1:]
-        for t, string_slots, int_slots, value_slots in self.members:
+        n_ints, n_present = len(self.int_keys), len(self.present)
+        counts, values = vs[n_ints:n_ints + n_present], vs[n_ints + n_present:]
+        for t, string_slots, int_slots, present, value_slots in self.members:
+            if present is not None and not counts[present]:
+                continue  # no row of the group in the tally's where (its keys all null)
             key = tuple(ks[i] for i in string_slots) + tuple(vs[i] for i in int_slots)
             names = [(_SUM, n) for n in t.sums] + [(_MIN, n) for n in t.mins] \
                 + [(_MAX, n) for n in t.maxs]
@@ -144,31 +150,32 @@ class _Aggregation:
                     row[name] = v
 
 
-def _aggregations(tallies: list[Tally]) -> list[_Aggregation]:
-    """Per frame: one aggregation per ``where`` of its keyed tallies, one of all its rows
-    for its keyless ones, one per narrow tally."""
+def _aggregations(tallies: list[Tally], one_per_frame: bool) -> list[_Aggregation]:
+    """Per frame: its tallies in one aggregation (``one_per_frame``: a small input, whose
+    tables' keys multiply into few groups), or one aggregation per ``where`` of its keyed
+    tallies with the keyless ones in the first (their groups add up: a large input's
+    splits times its partitions would not); one per narrow tally."""
     out: list[_Aggregation] = []
     by_frame: dict[int, dict[str | None, _Aggregation]] = {}
 
-    def shared(t: Tally, where: Column | None) -> _Aggregation:
+    def shared(t: Tally) -> _Aggregation:
         per = by_frame.setdefault(id(t.frame), {})
-        text = None if where is None else str(where)
+        text = None if one_per_frame or t.where is None or not (t.keys or t.int_keys) \
+            else str(t.where)
         if text not in per:
-            per[text] = _Aggregation(t.frame, where)
+            per[text] = _Aggregation(t.frame)
             out.append(per[text])
         return per[text]
 
     for t in tallies:
-        if not t.keys and not t.int_keys:
-            shared(t, None).add(t)  # every row: its own where masks its values
-        elif t.narrow:
+        if t.narrow and (t.keys or t.int_keys):
             having = None
             if t.at_least:
                 having = (list(t.sums).index(t.at_least[0]), t.at_least[1])
-            out.append(_Aggregation(t.frame, t.where, having))
+            out.append(_Aggregation(t.frame, having))
             out[-1].add(t)
         else:
-            shared(t, t.where).add(t)
+            shared(t).add(t)
     return out
 
 
@@ -179,11 +186,12 @@ def collect_tallies(tallies: list[Tally]) -> dict[str, list[dict[str, Any]]]:
         return out
     if len(out) != len(tallies):
         raise ValueError("two tallies share a name")
-    aggregations = _aggregations(tallies)
+    tasks = int(tallies[0].frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    aggregations = _aggregations(tallies, one_per_frame=tasks == 1)
     rows = reduce(DataFrame.unionByName, [a.rows(i) for i, a in enumerate(aggregations)])
     # the union's reduce sides in as many tasks as a shuffle has, not one per aggregation
     # and partition
-    rows = rows.coalesce(int(rows.sparkSession.conf.get("spark.sql.shuffle.partitions")))
+    rows = rows.coalesce(tasks)
     rolled: dict[str, dict[tuple, dict[str, Any]]] = {t.name: {} for t in tallies}
     for r in rows.collect():
         aggregations[r["_a"]].roll_up(r["ks"], r["vs"], rolled)
