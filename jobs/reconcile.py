@@ -17,7 +17,7 @@ that has the dependencies; ``delivery_audit.core.submit`` builds that command li
 
 Every Spark job is labelled with the audit stage that runs it (the job description in the
 Spark UI and REST API, e.g. ``audit: rule_redelivery``: the engine's stage hook,
-delivery_audit.spark.job_labels). DELIVERY_AUDIT_PROBE_EXECUTORS=1 first runs one tiny task
+delivery_audit.spark_jobs.job_labels). DELIVERY_AUDIT_PROBE_EXECUTORS=1 first runs one tiny task
 per executor core and prints, on stderr, which Python and which ``delivery_audit`` each
 executor imports.
 """
@@ -34,7 +34,8 @@ from pyspark import SparkContext
 import delivery_audit
 from delivery_audit.audit import AuditFailed, build_request, run_audit
 from delivery_audit.redaction import redact_text
-from delivery_audit.spark import JOB_LABEL, get_spark
+from delivery_audit.spark import get_spark
+from delivery_audit.spark_jobs import JOB_LABEL
 
 STAGES = ("all",)
 

@@ -568,7 +568,7 @@ class ConnectServer(_Daemons):
 
     def jobs_tagged(self, tag: str, timeout: float = 10) -> list[dict]:
         """The server's jobs that carry ``tag`` in one of their job tags (its UI's REST API):
-        a Connect client's tagged operations (delivery_audit.spark.JobCounter)."""
+        a Connect client's tagged operations (delivery_audit.spark_jobs.JobCounter)."""
         jobs: list[dict] = []
         for app in _json(f"{self.ui_url}/api/v1/applications", timeout):
             jobs += [j for j in _json(f"{self.ui_url}/api/v1/applications/{app['id']}/jobs",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from delivery_audit.spark import JobCounter
+from delivery_audit.spark_jobs import JobCounter
 
 
 def spark_jobs(spark, action):

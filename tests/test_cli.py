@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from delivery_audit.audit import Stages
 from delivery_audit.cli import COMMANDS_GROUP, app
-from delivery_audit.spark import JOB_LABEL, job_labels
+from delivery_audit.spark_jobs import JOB_LABEL, job_labels
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "jobs"))
 import reconcile  # noqa: E402  (jobs/reconcile.py, the spark-submit job)

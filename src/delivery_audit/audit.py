@@ -63,7 +63,7 @@ from .report.html import render_html
 from .report.insights import build_insights, insight_tables
 from .report.narrative import build_narrative
 from .report.offsets import partition_offsets
-from .report.summary import anomaly_count_table, build_transactions
+from .report.summary import anomaly_count_table, build_transactions, state_rows
 from .report.transactions import transaction_evidence
 from .report.verdict import decide
 from .request import (
@@ -79,13 +79,12 @@ from .request import (
 )
 from .schemas import ANOMALY_SCHEMA, SOURCES
 from .spark import (
-    JobCounter,
-    job_labels,
     session_kind,
     spark_remote,
     tune_for_input,
     tune_for_staged,
 )
+from .spark_jobs import JobCounter, in_thread, job_labels
 from .storage import PublishError, publish
 
 log = logging.getLogger("delivery_audit")
@@ -96,7 +95,7 @@ __all__ = ["EXIT_FAIL", "EXIT_INPUT", "EXIT_OK", "EXIT_PUBLISH", "AuditFailed", 
 
 class Stages:
     """Wall time per stage, reported in report.json and by the benchmark; ``hooks`` wrap
-    every stage (e.g. spark.job_labels)."""
+    every stage (e.g. spark_jobs.job_labels)."""
 
     def __init__(self, hooks: list[StageHook] | None = None) -> None:
         self.seconds: dict[str, float] = {}
@@ -220,24 +219,7 @@ class Reconciled:
     ingested: dict[str, Ingested]
     frames: dict[str, DataFrame]
     facts: Any  # detection.facts.Facts
-    input_metrics: dict[str, dict[str, Any]]  # per source, for the input suites (quality/)
     collected: dict[str, list[dict[str, Any]]]  # every small table of the summary's action
-
-
-def state_rows(written: Any, facts: Any) -> list[dict[str, Any]]:
-    """States per (group, topic, state): detection counts every state but delivered_once,
-    which is the rest of the topic's judged identities."""
-    rows = [dict(r) for r in written.states]
-    others: dict[tuple[str, str], int] = {}
-    for r in rows:
-        others[(r["group_id"], r["topic"])] = others.get((r["group_id"], r["topic"]), 0) \
-            + int(r["n"])
-    for g, topics in facts.topics_of.items():
-        for t in topics:
-            once = written.judged_by_topic.get(t, 0) - others.get((g, t), 0)
-            if once:
-                rows.append({"group_id": g, "topic": t, "state": "delivered_once", "n": once})
-    return rows
 
 
 def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: Path,
@@ -286,15 +268,15 @@ def reconcile(spark: SparkSession, req: AuditRequest, stages: Stages, staging: P
             offsets_file=offsets and offsets.report_section(until)),
         detected=Detected(
             judged_by_topic=written.judged_by_topic, anomaly_rows=rows,
-            state_rows=state_rows(written, facts), group_ids=list(facts.group_ids),
+            state_rows=state_rows(written.states, written.judged_by_topic,
+                                  facts.topics_of), group_ids=list(facts.group_ids),
             group_topics={g: list(ts) for g, ts in facts.topics_of.items()},
             transactions=build_transactions(
                 written.transactions, config.transaction_timeout_ms,
                 (epoch_ms(req.window.start), epoch_ms(req.window.end))),
             sla_ms={g: config.sla_ms(g) for g in facts.group_ids}),
     )
-    return Reconciled(parts, written, anomalies, ingested, frames, facts,
-                      suite_metrics(ingested), got)
+    return Reconciled(parts, written, anomalies, ingested, frames, facts, got)
 
 
 def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
@@ -325,7 +307,7 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
                                    topics=req.topics or None)
 
         def validate() -> None:
-            validating.append(pool.submit(sessions.in_thread(spark, inputs)))
+            validating.append(pool.submit(in_thread(spark, inputs)))
 
         rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started,
                         offsets, on_planned=validate)

@@ -9,7 +9,7 @@ plans are built in Python (each DataFrame step is analysed as it is made) and th
 of lazily checkpointed subtrees, which happens when the checkpoint is declared; both fall
 in the stage's seconds instead.
 
-Classic sessions only: a Spark Connect client has no status store (spark.JobCounter
+Classic sessions only: a Spark Connect client has no status store (spark_jobs.JobCounter
 gives None there).
 """
 

@@ -39,6 +39,23 @@ def judged_count_table(identities: DataFrame) -> DataFrame:
         F.count(F.lit(1)).alias("n"))
 
 
+def state_rows(states: list, judged_by_topic: dict[str, int],
+               topics_of: dict[str, Any]) -> list[dict[str, Any]]:
+    """States per (group, topic, state) from detection's ``states`` rows (every state but
+    delivered_once, which is the rest of the topic's judged identities, added here)."""
+    rows = [dict(r) for r in states]
+    others: dict[tuple[str, str], int] = {}
+    for r in rows:
+        others[(r["group_id"], r["topic"])] = others.get((r["group_id"], r["topic"]), 0) \
+            + int(r["n"])
+    for g, topics in topics_of.items():
+        for t in topics:
+            once = judged_by_topic.get(t, 0) - others.get((g, t), 0)
+            if once:
+                rows.append({"group_id": g, "topic": t, "state": "delivered_once", "n": once})
+    return rows
+
+
 def build_anomalies(counts: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for spec in ANOMALIES:
