@@ -292,12 +292,10 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
     frames = scope({s: i.valid for s, i in ingested.items()}, req.topics)
     if key is not None:  # before anything reads the frames: every output shows pseudonyms
         frames = pseudonymise_frames(frames, key)
-    # transform, while the input suites (GX on the collected metrics, Python on the driver,
-    # no Spark job) validate the inputs in a thread: their seconds overlap detection's job
-    # ("validate_inputs" times only the wait for them after it)
-    # (started once detection's plan is built: GX's Python would slow the building's),
-    # after the metrics of the sources that lost rule 5's later copies (a Spark job of its
-    # own, beside detection's)
+    # transform, while a thread validates the inputs: the metrics of the sources that lost
+    # rule 5's later copies (a Spark job beside detection's), then the input suites (GX on
+    # the driver). It starts once detection's plan is built (GX's Python would slow the
+    # building) and overlaps its job; "validate_inputs" times only the wait after it
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="validate-inputs") as pool:
         validating: list[Future] = []
 
