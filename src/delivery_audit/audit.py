@@ -198,11 +198,6 @@ def _inputs_summary(ingested: dict[str, Ingested]) -> dict[str, Any]:
     }
 
 
-def suite_metrics(ingested: dict[str, Ingested]) -> dict[str, dict[str, Any]]:
-    """Per source, the figures its input suite validates (quality.validate_inputs)."""
-    return {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
-
-
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n",
@@ -301,8 +296,8 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
 
         def inputs() -> dict[str, Any]:
             ingestion.finish_metrics(req.window, config)
-            return validate_inputs(suite_metrics(ingested), req.window, config,
-                                   topics=req.topics or None)
+            metrics = {s: {**i.counts, **i.metrics} for s, i in ingested.items()}
+            return validate_inputs(metrics, req.window, config, topics=req.topics or None)
 
         def validate() -> None:
             validating.append(pool.submit(in_thread(spark, inputs)))
@@ -310,8 +305,6 @@ def _run(spark: SparkSession, req: AuditRequest, stages: Stages, run_id: str,
         rec = reconcile(spark, req, stages, staging, ingestion, frames, run_id, started,
                         offsets, on_planned=validate)
         with stages.stage("validate_inputs"):
-            if not validating:
-                validate()
             input_validation = validating[0].result()
     write_results(input_validation, staging / "validation" / "inputs.json")
     invalid = sorted(s for s, r in input_validation.items() if not r.get("success", True))

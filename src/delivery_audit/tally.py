@@ -84,7 +84,10 @@ class _Aggregation:
         self.int_keys: dict[str, Column] = {}
         self.present: dict[str, Column] = {}  # per where's text: its rows' count
         self.values: list[tuple[str, Column]] = []  # (kind, aggregated expression)
-        self.members: list[tuple[Tally, list[int], list[int], int | None, list[int]]] = []
+        # per tally: its string and int key slots, its where's count slot (None: keyless),
+        # its values as (kind, name, slot)
+        self.members: list[tuple[Tally, list[int], list[int], int | None,
+                                 list[tuple[str, str, int]]]] = []
 
     def add(self, t: Tally) -> None:
         def masked(c: Column) -> Column:
@@ -103,8 +106,8 @@ class _Aggregation:
                            else F.when(t.where, F.lit(1)).otherwise(F.lit(0)))
         value_slots = []
         for kind, values in ((_SUM, t.sums), (_MIN, t.mins), (_MAX, t.maxs)):
-            for v in values.values():
-                value_slots.append(len(self.values))
+            for name, v in values.items():
+                value_slots.append((kind, name, len(self.values)))
                 self.values.append((kind, masked(v)))
         self.members.append((t, string_slots, int_slots, present, value_slots))
 
@@ -139,10 +142,8 @@ class _Aggregation:
             if present is not None and not counts[present]:
                 continue  # no row of the group in the tally's where (its keys all null)
             key = tuple(ks[i] for i in string_slots) + tuple(vs[i] for i in int_slots)
-            names = [(_SUM, n) for n in t.sums] + [(_MIN, n) for n in t.mins] \
-                + [(_MAX, n) for n in t.maxs]
             row = into[t.name].setdefault(key, {})
-            for (kind, name), i in zip(names, value_slots, strict=True):
+            for kind, name, i in value_slots:
                 v, old = values[i], row.get(name)
                 if kind == _SUM:
                     row[name] = (old or 0) + (v or 0)

@@ -286,12 +286,13 @@ def ingest_all(spark: SparkSession, resolved: dict[str, ResolvedInput | None],
         # every staged row is in one status (checked against the footers above), so
         # rows_read = rows_valid + rows_quarantined holds by construction from here
         counts["rows_valid"] = counts["rows_read"] - counts["rows_quarantined"]
-        valid = status_leaf(spark, st, "valid")
         if moved["valid"]:
             rids = [r["_rid"] for r in later if r["_status"] == "valid"]
             valid = _with_values(spark, status_leaf(spark, st, "valid", ("_rid",)), "_rid",
                                  rids, keep=False).drop("_rid")
             pending.add(s)
+        else:
+            valid = status_leaf(spark, st, "valid")
         quarantine = (_quarantine_frame(st, frames[s], splits, later)
                       if counts["rows_quarantined"] else empty_quarantine(spark))
         metrics = {"duplicates_quarantined": len(later), "by_topic": by_topic,

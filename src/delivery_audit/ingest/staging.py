@@ -207,15 +207,9 @@ def read_staged(spark: SparkSession, st: Staged) -> DataFrame:
 def status_leaf(spark: SparkSession, st: Staged, status: str,
                 more: tuple[str, ...] = ()) -> DataFrame:
     """The rows of one status as one Parquet leaf of canonical columns and the staged
-    columns ``more`` (empty if none)."""
-    return canonical_leaf(spark, st.root / f"_status={status}", st.source, more)
-
-
-def canonical_leaf(spark: SparkSession, path: Path, source: str,
-                   more: tuple[str, ...] = ()) -> DataFrame:
-    """The Parquet folder ``path`` read with the source's canonical columns (and the staged
-    columns ``more``); empty when no row was written there (Spark writes no folder for a
+    columns ``more``; empty when none has that status (Spark writes no folder for a
     partition without rows)."""
+    path, source = st.root / f"_status={status}", st.source
     staged = {f.name: f for f in staged_schema(source).fields}
     schema = T.StructType([*canonical_schema(source).fields, *[staged[c] for c in more]])
     if not path.is_dir():
