@@ -58,19 +58,26 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
+from jvm_cpu import CpuSampler
+
 START = datetime(2026, 11, 19, tzinfo=UTC)
 END = "2026-11-20T00:00:00Z"
 SOURCES = ("sends", "broker", "ledger", "events")
 
 
-def _tree_rss(pid: int) -> int:
+def _tree(pid: int) -> list:
     import psutil
 
     try:
         proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
+        return [proc, *proc.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0
+        return []
+
+
+def _tree_rss(procs: list) -> int:
+    import psutil
+
     total = 0
     for p in procs:
         # PSS, not RSS: PySpark's Python workers are forked from one daemon and share most
@@ -85,8 +92,10 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
-    """Run a command; (seconds, peak memory (PSS) of its process tree, stdout)."""
+def run_measured(cmd: list[str], env: dict[str, str],
+                 cpu: CpuSampler | None = None) -> tuple[float, int, str]:
+    """Run a command; (seconds, peak memory (PSS) of its process tree, stdout); ``cpu``
+    samples the tree's CPU by kind of work (jvm_cpu.py) on the way."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -94,7 +103,10 @@ def run_measured(cmd: list[str], env: dict[str, str]) -> tuple[float, int, str]:
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            procs = _tree(proc.pid)
+            peak[0] = max(peak[0], _tree_rss(procs))
+            if cpu is not None:
+                cpu.sample([p.pid for p in procs])
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -225,7 +237,8 @@ def cold_cli_day(messages: int, work: Path) -> float:
     from delivery_audit import class_archive
 
     data = day_data(messages, work)
-    wall, peak, report_dir = cold_cli_run(day_args(data), work / "reports-small")
+    cpu = CpuSampler()
+    wall, peak, report_dir = cold_cli_run(day_args(data), work / "reports-small", cpu)
     report = json.loads((report_dir / "report.json").read_text())
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     counts = {k: v["count"] for k, v in report["anomalies"].items()}
@@ -233,20 +246,23 @@ def cold_cli_day(messages: int, work: Path) -> float:
           f"{wall:.1f} s, {report['run'].get('spark_jobs')} Spark jobs, class archive "
           f"{'used' if class_archive.java_options() else 'none (make class-archive)'}, "
           f"peak PSS of the process "
-          f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}", flush=True)
+          f"tree (JVM included) {_gb(peak)}, counts match truth: {counts == truth}; CPU s "
+          + ", ".join(f"{k} {v:.1f}" for k, v in cpu.seconds().items()), flush=True)
     return wall
 
 
-def cold_cli_run(args: list[str], out: Path) -> tuple[float, int, Path]:
+def cold_cli_run(args: list[str], out: Path,
+                 cpu: CpuSampler | None = None) -> tuple[float, int, Path]:
     """`delivery-audit run ARGS` over the window, as a user runs it (a cold process): wall
-    seconds, peak PSS of its process tree, and the published report's folder."""
+    seconds, peak PSS of its process tree, and the published report's folder (``cpu``:
+    its CPU sampled by kind of work)."""
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)  # the report found is this run's
     cli = str(Path(sys.executable).parent / "delivery-audit")
     cmd = [cli, "run", *args, "--start", START.isoformat(), "--end", END, "--out", str(out)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    wall, peak, _ = run_measured(cmd, env)
+    wall, peak, _ = run_measured(cmd, env, cpu)
     return wall, peak, next(out.rglob("report.json")).parent
 
 
@@ -412,9 +428,11 @@ def measure(messages: int, fmt: str, work: Path, target: Target) -> dict:
     for kind in kinds:
         cmd, env = target.command(kind, data, work / "reports")
         env["BENCH_FORMAT"] = fmt
-        wall, rss, out = run_measured(cmd, env)
+        cpu = CpuSampler()
+        wall, rss, out = run_measured(cmd, env, cpu)
         line = next(x for x in out.splitlines() if x.startswith("RESULT "))
-        results[kind] = {**json.loads(line[7:]), "wall": wall, "rss": rss}
+        results[kind] = {**json.loads(line[7:]), "wall": wall, "rss": rss,
+                         "cpu": cpu.seconds()}
     truth = json.loads((data / "truth.json").read_text())["anomalies"]
     return {"messages": messages, "fmt": fmt, "size": size, "gen_s": gen_s,
             "baseline": results["baseline"], "audit": results["audit"],
@@ -436,6 +454,13 @@ def print_detail(m: dict, target: Target) -> None:
               f"{_gb(r['rss']):>10s} {_gb(r.get('shuffleWriteBytes', 0)):>10s} "
               f"{_gb(r.get('diskBytesSpilled', 0) + r.get('memoryBytesSpilled', 0)):>10s} "
               f"{r.get('jobs', '?'):>6} {r.get('tasks', '?'):>6} {r.get('exchanges', '?'):>10}")
+    print("CPU s of each run's process tree (jvm_cpu.py): Spark's tasks, the JIT compiling, "
+          "GC, the rest of the JVM (planning, scheduling), Python")
+    for name, r in (("floor", b), ("skeleton", k), ("audit", a)):
+        if r is not None and r.get("cpu"):
+            c = r["cpu"]
+            print(f"  {name:10s} total {sum(c.values()):7.1f}   " + "  ".join(
+                f"{kind} {c[kind]:.1f}" for kind in c))
     print(f"load average after the runs (1/5/15 min): "
           f"{' / '.join(f'{x:.1f}' for x in m.get('load', os.getloadavg()))}")
     print(f"audit / floor: {a['wall'] / b['wall']:.2f}x whole process, "
