@@ -14,7 +14,9 @@ the generator's truth. BENCH_DUMP=1 writes each run's Spark jobs, stages and SQL
 
 Prints wall time, messages/s, the audit/baseline and audit/skeleton ratios, jobs, tasks,
 peak memory (PSS) of the driver process tree, shuffle and spill bytes (Spark's REST API on
-127.0.0.1), and the audit's stage table.
+127.0.0.1), each run's CPU by kind of work (Spark's tasks, the JIT compiling, GC, the rest of
+the JVM, Python: scripts/jvm_cpu.py; local runs, where the process tree holds the JVM), and
+the audit's stage table.
 A script, not a test: figures, not assertions.
 
 On a cluster: BENCH_MASTER=spark://HOST:PORT runs both measurements there, each through
