@@ -459,7 +459,7 @@ def print_detail(m: dict, target: Target) -> None:
     print("CPU s of each run's process tree (jvm_cpu.py): Spark's tasks, the JIT compiling, "
           "GC, the rest of the JVM (planning, scheduling), Python")
     for name, r in (("floor", b), ("skeleton", k), ("audit", a)):
-        if r is not None and r.get("cpu"):
+        if r is not None and sum((r.get("cpu") or {}).values()) > 0:  # nothing read: no /proc
             c = r["cpu"]
             print(f"  {name:10s} total {sum(c.values()):7.1f}   " + "  ".join(
                 f"{kind} {c[kind]:.1f}" for kind in c))
