@@ -101,9 +101,12 @@ def plan(spark: SparkSession, data: Path, fmt: str = "parquet") -> DataFrame:
         F.count(F.lit(1)).alias("n_copies"), F.min("timestamp").alias("first_copy_ts"),
         F.min(F.struct("partition", "offset")).alias("first_copy"))
     judged_ts = F.coalesce(F.col("first_send_ts"), F.col("first_copy_ts"))
+    # computed once (a lazy local checkpoint), not once per branch that reads it (lost,
+    # dup_write, the candidates' join-back): 40.4-40.8 s against 44.5 s at 1M Parquet
     ids = (s_id.join(b_id, on=ID, how="full_outer")
            .withColumn("n_copies", F.coalesce(F.col("n_copies"), F.lit(0)))
-           .withColumn("judged", (judged_ts >= start) & (judged_ts < end)))
+           .withColumn("judged", (judged_ts >= start) & (judged_ts < end))
+           .localCheckpoint(eager=False))
     lost = ids.filter(F.col("judged") & (F.col("n_copies") == 0)).select(
         F.when(F.coalesce(F.col("acked_inside"), F.lit(False)), F.lit("lost_acked"))
         .when(~F.coalesce(F.col("any_acked"), F.lit(False)), F.lit("lost_unacked"))
