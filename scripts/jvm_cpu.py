@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from delivery_audit.core.process import stat_fields
+
 _KINDS = (("tasks", re.compile(r"^Executor task")),
           ("jit", re.compile(r"^C[12] CompilerThre")),
           ("gc", re.compile(r"^(GC Thread|VM Thread|ParGC|G1 )")))
@@ -24,8 +26,8 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _cpu(stat: Path) -> float:
-    """utime + stime of a /proc stat file, in seconds (the fields after the comm's ')')."""
-    fields = stat.read_text().rsplit(")", 1)[1].split()
+    """utime + stime of a /proc stat file, in seconds."""
+    fields = stat_fields(stat)
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
@@ -40,8 +42,7 @@ class CpuSampler:
         for pid in pids:
             proc = Path(f"/proc/{pid}")
             try:
-                java = proc.joinpath("comm").read_text().strip() == "java"
-                if not java:
+                if proc.joinpath("comm").read_text().strip() != "java":
                     self._keep((pid, 0), "python", _cpu(proc / "stat"))
                     continue
                 tids = os.listdir(proc / "task")

@@ -8,10 +8,17 @@ import os
 from pathlib import Path
 
 
+def stat_fields(stat: Path) -> list[str]:
+    """The fields of a /proc stat file (a process's or a thread's) after its name, which may
+    hold spaces and parentheses: ``[0]`` the state letter, ``[11]``/``[12]`` utime/stime in
+    clock ticks. Raises OSError when it cannot be read (the process ended)."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
 def process_state(pid: int) -> str | None:
     """The state letter of /proc/PID/stat (R, S, Z, ...), or None if it cannot be read."""
     with contextlib.suppress(OSError, IndexError):
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return stat_fields(Path(f"/proc/{pid}/stat"))[0]
     return None
 
 
